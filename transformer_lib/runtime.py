@@ -1,0 +1,75 @@
+# Hand-written tool module (not generated from a notebook).
+"""Where and how the book runs: the device, the run budget, the random seed.
+
+Every chapter starts with::
+
+    device = default_device()   # CUDA, else Apple MPS, else CPU
+    budget = run_budget()       # "smoke", "cpu" or "full"
+    seed_everything(0)
+"""
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import torch
+
+__all__ = ["BUDGETS", "BUDGET_ENV", "default_device", "run_budget", "seed_everything"]
+
+BUDGETS = ("smoke", "cpu", "full")
+BUDGET_ENV = "BOOK_BUDGET"
+
+
+def default_device() -> torch.device:
+    """CUDA when present, else Apple MPS, else CPU."""
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def _manifest_default_budget(start: Path) -> str | None:
+    """`default_budget` from the nearest book.yml at or above `start`, if any."""
+    for folder in (start, *start.parents):
+        manifest = folder / "book.yml"
+        if manifest.is_file():
+            import yaml
+
+            data = yaml.safe_load(manifest.read_text(encoding="utf-8")) or {}
+            return data.get("default_budget")
+    return None
+
+
+def run_budget(name: str | None = None) -> str:
+    """The run budget in force: `name` if given, else $BOOK_BUDGET, else book.yml.
+
+    "auto" (book.yml's default) means "full" with a CUDA GPU and "cpu" otherwise.
+    Raises ValueError naming the source when the budget is not one of BUDGETS.
+    """
+    source = "name"
+    if name is None:
+        name, source = os.environ.get(BUDGET_ENV) or None, f"${BUDGET_ENV}"
+    if name is None:
+        name, source = _manifest_default_budget(Path.cwd()) or "auto", "book.yml default_budget"
+    name = name.strip().lower()
+    if name == "auto":
+        return "full" if torch.cuda.is_available() else "cpu"
+    if name not in BUDGETS:
+        raise ValueError(f"{source}={name!r} is not a run budget; choose one of {', '.join(BUDGETS)} (or auto)")
+    return name
+
+
+def seed_everything(seed: int = 0) -> None:
+    """Seed Python, NumPy (when installed) and torch on every device."""
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    random.seed(seed)
+    torch.manual_seed(seed)  # also seeds CUDA and MPS
+    try:
+        import numpy as np
+    except ImportError:  # pragma: no cover - numpy ships with the book's requirements
+        return
+    np.random.seed(seed)
