@@ -1,0 +1,192 @@
+"""transformer_lib.training: chapter 5's machinery, and the copy task it learns."""
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from transformer_lib.model import make_model
+from transformer_lib.training import (
+    COPY_PAD, COPY_START, Batch, LabelSmoothing, copy_task_batch, evaluate, greedy_decode, loss_sum,
+    make_optimizer, rate, sequence_accuracy, train_copy_task, train_epoch,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_label_smoothing_matches_a_hand_computation():
+    crit = LabelSmoothing(vocab_size=5, padding_idx=0, smoothing=0.4)
+    log_probs = torch.log(torch.tensor([[0.1, 0.5, 0.2, 0.1, 0.1], [0.2, 0.2, 0.2, 0.2, 0.2]]))
+    target = torch.tensor([1, 0])  # the second target is padding: ignored
+    # q = [0, 0.6, 0.4/3, 0.4/3, 0.4/3]; KL = sum q log(q / p)
+    q = [0.0, 0.6, 0.4 / 3, 0.4 / 3, 0.4 / 3]
+    p = [0.1, 0.5, 0.2, 0.1, 0.1]
+    expected = sum(qi * math.log(qi / pi) for qi, pi in zip(q, p) if qi > 0)
+    assert crit(log_probs, target).item() == pytest.approx(expected, rel=1e-5)
+    assert crit.target_distribution(target)[1].abs().sum() == 0
+
+
+def test_label_smoothing_is_finite_when_padding_has_zero_probability():
+    crit = LabelSmoothing(vocab_size=4, padding_idx=0, smoothing=0.1)
+    log_probs = torch.tensor([[float("-inf"), math.log(0.7), math.log(0.2), math.log(0.1)]], requires_grad=True)
+    loss = crit(log_probs, torch.tensor([1]))
+    loss.backward()
+    assert torch.isfinite(loss) and torch.isfinite(log_probs.grad).all()
+
+
+def test_label_smoothing_spread_over_all_equals_torch_cross_entropy_minus_entropy():
+    torch.manual_seed(0)
+    logits, target = torch.randn(6, 9), torch.tensor([3, 1, 0, 8, 2, 0])
+    crit = LabelSmoothing(9, padding_idx=0, smoothing=0.1, spread_over_all=True)
+    q = crit.target_distribution(target)
+    ce = F.cross_entropy(logits, target, label_smoothing=0.1, ignore_index=0, reduction="sum")
+    assert torch.allclose(crit(logits.log_softmax(-1), target) - torch.xlogy(q, q).sum(), ce, atol=1e-5)
+
+
+def test_label_smoothing_rejects_bad_shapes_and_values():
+    with pytest.raises(ValueError, match="smoothing must be in"):
+        LabelSmoothing(5, 0, smoothing=1.0)
+    with pytest.raises(ValueError, match=r"log_probs must be \(N, vocab_size=5\)"):
+        LabelSmoothing(5, 0)(torch.zeros(3, 4), torch.zeros(3, dtype=torch.long))
+
+
+def test_schedule_warms_up_linearly_and_peaks_at_warmup():
+    lrs = [rate(s, d_model=512, warmup=4000) for s in range(1, 12001)]
+    assert lrs.index(max(lrs)) + 1 == 4000
+    assert lrs[1999] == pytest.approx(lrs[999] * 2)  # linear during warmup
+    assert lrs[7999] == pytest.approx(max(lrs) / math.sqrt(2))  # 1/sqrt(step) after
+    assert max(lrs) == pytest.approx(512**-0.5 * 4000**-0.5)
+
+
+def test_make_optimizer_follows_the_schedule_once_per_step():
+    opt, sched = make_optimizer(torch.nn.Linear(2, 2), d_model=64, factor=2.0, warmup=10)
+    seen = []
+    for _ in range(20):
+        seen.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    assert seen == pytest.approx([rate(s, 64, 2.0, 10) for s in range(1, 21)])
+    assert opt.defaults["betas"] == (0.9, 0.98) and opt.defaults["eps"] == 1e-9
+
+
+def test_batch_masks_hide_padding_and_the_future():
+    src = torch.tensor([[5, 6, 0], [7, 8, 9]])
+    tgt = torch.tensor([[1, 5, 6, 0], [1, 7, 8, 9]])
+    b = Batch(src, tgt, pad_idx=0)
+    assert b.tgt_in.tolist() == [[1, 5, 6], [1, 7, 8]] and b.tgt_out.tolist() == [[5, 6, 0], [7, 8, 9]]
+    assert b.n_tokens == 5
+    assert b.src_mask.shape == (2, 1, 1, 3) and b.src_mask[0, 0, 0].tolist() == [True, True, False]
+    assert b.tgt_mask.shape == (2, 1, 3, 3)
+    assert b.tgt_mask[1, 0].tolist() == [[True, False, False], [True, True, False], [True, True, True]]
+    assert not b.tgt_mask[:, 0].triu(1).any()  # never the future
+
+
+def test_batch_rejects_mismatched_and_empty_inputs():
+    with pytest.raises(ValueError, match=r"tgt must have shape \(batch=2"):
+        Batch(torch.ones(2, 3, dtype=torch.long), torch.ones(3, 4, dtype=torch.long))
+    with pytest.raises(ValueError, match="src must be a non-empty"):
+        Batch(torch.ones(0, 3, dtype=torch.long))
+
+
+def test_a_short_copy_run_lowers_the_loss():
+    result = train_copy_task(max_steps=60, seed=0, eval_every=30, n_eval=200, progress=False)
+    losses = [h["loss"] for h in result.history]
+    assert sum(losses[-10:]) / 10 < 0.8 * sum(losses[:10]) / 10
+    assert result.evaluations[-1]["val_loss"] < result.evaluations[0]["val_loss"]
+
+
+@pytest.fixture(scope="module")
+def trained_copy():
+    return train_copy_task(max_steps=2000, seed=0, progress=False)
+
+
+def test_copy_task_reaches_100_percent_on_held_out_sequences(trained_copy):
+    assert trained_copy.test_accuracy == 1.0
+    assert trained_copy.evaluations[-1]["val_accuracy"] == 1.0
+    assert len(trained_copy.history) < 2000  # stopped early, on two perfect validations
+
+
+def test_decoding_from_the_wrong_start_symbol_is_caught(trained_copy):
+    test = copy_task_batch(500, 10, 11, torch.Generator().manual_seed(99))
+    assert sequence_accuracy(trained_copy.model, test, COPY_START) == 1.0
+    assert sequence_accuracy(trained_copy.model, test, start_symbol=2) < 0.5
+
+
+def test_softmax_before_cross_entropy_trains_far_worse():
+    def softmax_then_cross_entropy(log_probs, target):
+        return F.cross_entropy(log_probs.exp(), target, ignore_index=COPY_PAD, reduction="sum")
+
+    honest = LabelSmoothing(11, COPY_PAD, 0.0)
+    val = [copy_task_batch(300, 10, 11, torch.Generator().manual_seed(5))]
+    ours = train_copy_task(max_steps=100, seed=1, eval_every=100, n_eval=100, progress=False)
+    buggy = train_copy_task(max_steps=100, seed=1, eval_every=100, n_eval=100, progress=False,
+                            criterion=softmax_then_cross_entropy)
+    assert evaluate(ours.model, val, honest) < 0.5 * evaluate(buggy.model, val, honest)
+
+
+def parameters_after_one_sgd_update(batches, accum_steps=1, per_batch_normalization=False):
+    torch.manual_seed(0)
+    model = make_model(11, 11, n_layers=1, d_model=32, d_ff=64, n_heads=4, dropout=0.0, pad_idx=COPY_PAD)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    criterion = LabelSmoothing(11, COPY_PAD, 0.0)
+    if per_batch_normalization:  # the bug: each micro-batch's mean, summed
+        for b in batches:
+            (loss_sum(model, b, criterion) / b.n_tokens).backward()
+        optimizer.step()
+    else:
+        train_epoch(model, batches, criterion, optimizer, accum_steps=accum_steps, clip_norm=None, progress=False)
+    return torch.cat([p.detach().flatten() for p in model.parameters()])
+
+
+def micro_batches():
+    big = copy_task_batch(32, 10, 11, torch.Generator().manual_seed(3))
+    tgt = big.tgt.clone()
+    tgt[:8, 7:] = COPY_PAD  # unequal token counts per micro-batch, so per-batch means differ from the step mean
+    big = Batch(big.src, tgt, COPY_PAD)
+    return big, [Batch(big.src[i:i + 8], big.tgt[i:i + 8], COPY_PAD) for i in range(0, 32, 8)]
+
+
+def test_gradient_accumulation_equals_one_big_batch():
+    big, micro = micro_batches()
+    reference = parameters_after_one_sgd_update([big])
+    assert (parameters_after_one_sgd_update(micro, accum_steps=4) - reference).abs().max() < 1e-6
+
+
+def test_accumulation_without_dividing_by_the_steps_tokens_is_caught():
+    big, micro = micro_batches()
+    reference = parameters_after_one_sgd_update([big])
+    assert (parameters_after_one_sgd_update(micro, per_batch_normalization=True) - reference).abs().max() > 1e-2
+
+
+def test_accumulation_steps_the_scheduler_once_per_optimizer_step():
+    model = make_model(11, 11, n_layers=1, d_model=32, d_ff=64, n_heads=4, dropout=0.0, pad_idx=COPY_PAD)
+    optimizer, scheduler = make_optimizer(model, 32, warmup=10)
+    batches = [copy_task_batch(4, 5, 11, torch.Generator().manual_seed(i)) for i in range(12)]
+    history = []
+    train_epoch(model, batches, LabelSmoothing(11, COPY_PAD, 0.1), optimizer, scheduler, accum_steps=4,
+                history=history, progress=False)
+    assert len(history) == 3 and scheduler.last_epoch == 3
+    assert [h["lr"] for h in history] == pytest.approx([rate(s, 32, warmup=10) for s in (1, 2, 3)])
+
+
+def test_greedy_decode_stops_early_at_the_end_symbol():
+    torch.manual_seed(0)
+    model = make_model(7, 7, n_layers=1, d_model=16, d_ff=32, n_heads=2, dropout=0.0).eval()
+    src = torch.tensor([[2, 3, 4]])
+    full = greedy_decode(model, src, torch.ones(1, 1, 1, 3, dtype=torch.bool), max_len=6, start_symbol=1)
+    assert full.shape == (1, 7) and full[0, 0] == 1
+    first = int(full[0, 1])
+    stopped = greedy_decode(model, src, torch.ones(1, 1, 1, 3, dtype=torch.bool), 6, 1, end_symbol=first)
+    assert stopped.tolist() == [[1, first]]
+
+
+def test_train_copy_cli_runs_and_reports_accuracy():
+    out = subprocess.run([sys.executable, "-m", "transformer_lib.train", "copy", "--steps", "40", "--seed", "1",
+                          "--eval-every", "20", "--quiet", "--device", "cpu"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "step    20: val loss" in out.stdout and "step    40: val loss" in out.stdout
+    assert "test accuracy (1,000 held-out sequences):" in out.stdout
