@@ -99,11 +99,13 @@ class SublayerConnection(nn.Module):
 
 
 # %% notebooks/03_blocks.ipynb cell 12
-def _check_torch_layer(layer: nn.Module) -> None:
-    """Raise unless a torch.nn.Transformer*Layer has what our layers can copy: batch_first and ReLU."""
+def _torch_layer_options(layer: nn.Module) -> dict:
+    """Our constructor's arguments for a torch.nn.Transformer*Layer; it must use batch_first=True and ReLU."""
     relu = getattr(layer, "activation_relu_or_gelu", 0) == 1 or layer.activation is torch.nn.functional.relu
     if not layer.self_attn.batch_first or not relu:
         raise ValueError("layer must be built with batch_first=True and activation='relu'")
+    return dict(d_model=layer.self_attn.embed_dim, n_heads=layer.self_attn.num_heads, d_ff=layer.linear1.out_features,
+                dropout=layer.dropout.p, norm_first=layer.norm_first, eps=layer.norm1.eps)
 
 
 # %% notebooks/03_blocks.ipynb cell 13
@@ -138,9 +140,7 @@ class EncoderLayer(nn.Module):
     @classmethod
     def from_torch(cls, layer: nn.TransformerEncoderLayer) -> "EncoderLayer":
         """An EncoderLayer holding a copy of the weights of an nn.TransformerEncoderLayer (batch_first, relu)."""
-        _check_torch_layer(layer)
-        ours = cls(layer.self_attn.embed_dim, layer.self_attn.num_heads, layer.linear1.out_features,
-                   layer.dropout.p, layer.norm_first, layer.norm1.eps)
+        ours = cls(**_torch_layer_options(layer))
         ours.self_attn = MultiHeadAttention.from_torch(layer.self_attn)
         _copy_feed_forward_and_norms(ours, layer, n_norms=2)
         return ours.to(layer.linear1.weight.device)
@@ -176,9 +176,7 @@ class DecoderLayer(nn.Module):
     @classmethod
     def from_torch(cls, layer: nn.TransformerDecoderLayer) -> "DecoderLayer":
         """A DecoderLayer holding a copy of the weights of an nn.TransformerDecoderLayer (batch_first, relu)."""
-        _check_torch_layer(layer)
-        ours = cls(layer.self_attn.embed_dim, layer.self_attn.num_heads, layer.linear1.out_features,
-                   layer.dropout.p, layer.norm_first, layer.norm1.eps)
+        ours = cls(**_torch_layer_options(layer))
         ours.self_attn = MultiHeadAttention.from_torch(layer.self_attn)
         ours.src_attn = MultiHeadAttention.from_torch(layer.multihead_attn)
         _copy_feed_forward_and_norms(ours, layer, n_norms=3)
