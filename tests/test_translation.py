@@ -1,18 +1,23 @@
-"""transformer_lib.translation, data part: loading, the offline corpus, tokenizing, vocabulary, batching.
+"""transformer_lib.translation: loading, the offline corpus, tokenizing, vocabulary, batching, decoding.
 
 Loader tests run on small files written here, so they need neither network nor Multi30k; one test reads
 the real files when ../shared/data/multi30k is beside the checkout (as in CI).
 """
 import gzip
 import hashlib
+import itertools
 from pathlib import Path
 
 import pytest
+import torch
 
 import transformer_lib.translation as tr
+from transformer_lib.attention import padding_mask, subsequent_mask
+from transformer_lib.model import make_model
+from transformer_lib.training import greedy_decode
 from transformer_lib.translation import (
-    DataUnavailable, Tokenizer, Vocab, bucket_batches, encode_pairs, load_multi30k, load_translation_data,
-    offline_corpus, padding_fraction,
+    DataUnavailable, DecoderCache, Tokenizer, Vocab, beam_search, bucket_batches, encode_pairs,
+    greedy_decode_cached, load_multi30k, load_translation_data, offline_corpus, padding_fraction,
 )
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
@@ -160,3 +165,70 @@ def test_a_sentence_longer_than_the_budget_gets_its_own_batch():
     assert sizes[-1] == 52 and sum(b.src.size(0) for b in batches) == 3
     with pytest.raises(ValueError, match="max_tokens must be positive"):
         bucket_batches(examples, max_tokens=0, pad_idx=1)
+
+
+# Decoding: the key/value cache and beam search, on small untrained models (correctness needs no training).
+
+PAD, BOS, EOS = 1, 2, 3
+
+
+def small_model(**options):
+    torch.manual_seed(0)
+    return make_model(13, 13, n_layers=2, d_model=32, d_ff=64, n_heads=4, pad_idx=PAD, **options).eval()
+
+
+def sources():
+    torch.manual_seed(1)
+    src = torch.randint(4, 13, (3, 7))
+    src[1, 5:] = PAD
+    return src, padding_mask(src, PAD)
+
+
+@pytest.mark.parametrize("options", [{}, {"norm_first": True}, {"learned_positions": True, "max_len": 64}])
+def test_cached_decoding_gives_the_same_log_probs_and_tokens_as_recomputing(options):
+    model = small_model(**options)
+    src, src_mask = sources()
+    plain = greedy_decode(model, src, src_mask, max_len=12, start_symbol=BOS)
+    assert torch.equal(greedy_decode_cached(model, src, src_mask, max_len=12, start_symbol=BOS), plain)
+    memory = model.encode(src, src_mask)
+    cache = DecoderCache(model, memory, src_mask)
+    for t in range(plain.size(1) - 1):
+        cached = cache.step(plain[:, t : t + 1])
+        full = model.generator(model.decode(memory, src_mask, plain[:, : t + 1], subsequent_mask(t + 1)))[:, -1]
+        assert (cached - full).abs().max() < 1e-5
+
+
+def test_beam_of_one_is_greedy():
+    model = small_model()
+    src, src_mask = sources()
+    greedy = greedy_decode(model, src, src_mask, max_len=12, start_symbol=BOS)[:, 1:].tolist()
+    expected = [row[: row.index(EOS) + 1] if EOS in row else row for row in greedy]
+    assert beam_search(model, src, src_mask, 12, BOS, EOS, beam_size=1, length_penalty=0.0) == expected
+
+
+def sequence_log_prob(model, memory, src_mask, seq):
+    ys = torch.tensor([[BOS, *seq]])
+    log_probs = model.generator(model.decode(memory, src_mask, ys[:, :-1], subsequent_mask(len(seq))))
+    return log_probs[0, torch.arange(len(seq)), ys[0, 1:]].sum().item()
+
+
+@pytest.mark.parametrize("options", [{}, {"norm_first": True}])
+def test_a_wide_beam_finds_the_exhaustive_best(options):
+    """With beam_size >= V^(L-1) nothing is pruned, so the beam must return the most probable sequence."""
+    model = small_model(**options)
+    src, src_mask = sources()
+    src, src_mask = src[:1], src_mask[:1]
+    memory = model.encode(src, src_mask)
+    candidates = set()
+    for seq in itertools.product(range(13), repeat=3):
+        seq = list(seq)
+        candidates.add(tuple(seq[: seq.index(EOS) + 1] if EOS in seq else seq))  # nothing follows </s>
+    best = max(candidates, key=lambda s: sequence_log_prob(model, memory, src_mask, list(s)))
+    assert beam_search(model, src, src_mask, 3, BOS, EOS, beam_size=169, length_penalty=0.0)[0] == list(best)
+
+
+def test_beam_search_rejects_a_non_positive_beam():
+    model = small_model()
+    src, src_mask = sources()
+    with pytest.raises(ValueError, match="beam_size must be a positive int"):
+        beam_search(model, src, src_mask, 5, BOS, EOS, beam_size=0)

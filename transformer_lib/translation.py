@@ -16,6 +16,9 @@ __all__ = [
     'encode_pairs',
     'bucket_batches',
     'padding_fraction',
+    'DecoderCache',
+    'greedy_decode_cached',
+    'beam_search',
 ]
 
 # %% notebooks/06_translation.ipynb cell 2
@@ -29,6 +32,7 @@ from pathlib import Path
 
 import torch
 
+from transformer_lib.attention import scaled_dot_product_attention
 from transformer_lib.training import Batch
 
 
@@ -303,3 +307,123 @@ def padding_fraction(batches) -> float:
     pads = sum(int((b.src == b.pad_idx).sum() + (b.tgt == b.pad_idx).sum()) for b in batches)
     total = sum(b.src.numel() + b.tgt.numel() for b in batches)
     return pads / max(total, 1)
+
+
+# %% notebooks/06_translation.ipynb cell 24
+class DecoderCache:
+    """Incremental decoding: feeds the decoder one token at a time, reusing the keys and values of earlier steps.
+
+    The encoder's memory is projected to keys and values once per layer (cross-attention); each decoder layer's
+    self-attention keeps the keys and values of the tokens so far and adds one row per step, so a step costs
+    O(t) instead of recomputing the whole prefix, O(t^2). Gives the same log-probabilities as
+    model.decode on the full prefix.
+
+    Args:
+        model: an EncoderDecoder (eval mode).
+        memory: (N, Ls, d_model), the encoder's output; src_mask: (N, 1, 1, Ls).
+    """
+
+    def __init__(self, model, memory: torch.Tensor, src_mask: torch.Tensor):
+        self.model, self.src_mask, self.t = model, src_mask, 0
+        self.cross = [(layer.src_attn.split_heads(layer.src_attn.w_k(memory)),  # (N, h, Ls, d_k)
+                       layer.src_attn.split_heads(layer.src_attn.w_v(memory))) for layer in model.decoder.layers]
+        self.self_kv = [None] * len(model.decoder.layers)
+
+    def _embed(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Token embedding plus the position of step t, for (N, 1) tokens."""
+        token_embedding, positions = self.model.tgt_embed[0], self.model.tgt_embed[1]
+        x = token_embedding(tokens)  # (N, 1, d_model)
+        if hasattr(positions, "pe"):  # sinusoidal
+            return positions.dropout(x + positions.pe[:, self.t : self.t + 1].to(x.dtype))
+        return positions.dropout(x + positions.embedding(torch.tensor([self.t], device=x.device)))
+
+    @staticmethod
+    def _attend(mha, h: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask=None) -> torch.Tensor:
+        q = mha.split_heads(mha.w_q(h))  # (N, h, 1, d_k)
+        out, weights = scaled_dot_product_attention(q, k, v, mask, mha.dropout)  # (N, h, 1, d_k)
+        mha.attn = weights
+        return mha.w_o(out.transpose(1, 2).reshape(h.size(0), 1, mha.d_model))  # (N, 1, d_model)
+
+    def step(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Log-probabilities of the next token, (N, vocab), given the last tokens (N, 1)."""
+        x = self._embed(tokens)  # (N, 1, d_model)
+        for i, layer in enumerate(self.model.decoder.layers):
+            def self_attention(h, i=i, layer=layer):
+                k, v = layer.self_attn.split_heads(layer.self_attn.w_k(h)), layer.self_attn.split_heads(layer.self_attn.w_v(h))
+                if self.self_kv[i] is not None:  # append this step's key and value to the cache
+                    k, v = torch.cat([self.self_kv[i][0], k], dim=2), torch.cat([self.self_kv[i][1], v], dim=2)
+                self.self_kv[i] = (k, v)  # (N, h, t + 1, d_k) each
+                return self._attend(layer.self_attn, h, k, v)
+
+            x = layer.sublayers[0](x, self_attention)
+            x = layer.sublayers[1](x, lambda h, layer=layer, i=i: self._attend(layer.src_attn, h, *self.cross[i], self.src_mask))
+            x = layer.sublayers[2](x, layer.feed_forward)
+        self.t += 1
+        return self.model.generator(self.model.decoder.norm(x))[:, -1]  # (N, vocab)
+
+    def reorder(self, index: torch.Tensor) -> None:
+        """Keep the rows `index` (N',) of every cache: beam search follows its surviving hypotheses."""
+        self.cross = [(k[index], v[index]) for k, v in self.cross]
+        self.self_kv = [(k[index], v[index]) for k, v in self.self_kv]
+        self.src_mask = self.src_mask[index]
+
+
+@torch.no_grad()
+def greedy_decode_cached(model, src, src_mask, max_len: int, start_symbol: int, end_symbol: int | None = None):
+    """greedy_decode of chapter 5 with a key/value cache: the same tokens, each step O(t) instead of O(t^2)."""
+    model.eval()
+    cache = DecoderCache(model, model.encode(src, src_mask), src_mask)
+    ys = torch.full((src.size(0), 1), start_symbol, dtype=torch.long, device=src.device)  # (B, 1)
+    done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
+    for _ in range(max_len):
+        next_token = cache.step(ys[:, -1:]).argmax(dim=-1)  # (B,)
+        ys = torch.cat([ys, next_token.unsqueeze(1)], dim=1)
+        if end_symbol is not None:
+            done |= next_token == end_symbol
+            if done.all():
+                break
+    return ys
+
+
+@torch.no_grad()
+def beam_search(model, src, src_mask, max_len: int, start_symbol: int, end_symbol: int, beam_size: int = 4,
+                length_penalty: float = 0.6) -> list[list[int]]:
+    """Batched beam search; returns, per source, the best token ids (without start symbol, up to end_symbol).
+
+    Hypotheses are ranked by log-probability divided by ((5 + length) / 6) ** length_penalty (length_penalty 0:
+    plain log-probability; larger values favour longer translations).
+    """
+    if beam_size < 1:
+        raise ValueError(f"beam_size must be a positive int, got {beam_size}")
+    model.eval()
+    B, K = src.size(0), beam_size
+    rows = torch.arange(B, device=src.device).repeat_interleave(K)  # (B*K,): every source K times
+    cache = DecoderCache(model, model.encode(src, src_mask)[rows], src_mask[rows])
+    ys = torch.full((B * K, 1), start_symbol, dtype=torch.long, device=src.device)
+    scores = torch.full((B, K), float("-inf"), device=src.device)
+    scores[:, 0] = 0.0  # start from one hypothesis per source
+    lengths = torch.zeros(B * K, dtype=torch.long, device=src.device)  # tokens up to and including </s>
+    finished = torch.zeros(B * K, dtype=torch.bool, device=src.device)
+    for _ in range(max_len):
+        log_probs = cache.step(ys[:, -1:])  # (B*K, V)
+        V = log_probs.size(-1)
+        log_probs[finished] = float("-inf")  # a finished hypothesis only extends with </s>, at no cost
+        log_probs[finished, end_symbol] = 0.0
+        total = (scores.view(-1, 1) + log_probs).view(B, K * V)  # (B, K*V)
+        scores, flat = total.topk(K, dim=-1)  # (B, K)
+        beam, token = flat // V, flat % V  # which hypothesis each survivor extends, with which token
+        index = (torch.arange(B, device=src.device).unsqueeze(1) * K + beam).view(-1)  # (B*K,)
+        cache.reorder(index)
+        ys = torch.cat([ys[index], token.view(-1, 1)], dim=1)
+        lengths, finished = lengths[index], finished[index]
+        lengths = lengths + (~finished).long()
+        finished = finished | (token.view(-1) == end_symbol)
+        if finished.all():
+            break
+    penalty = ((5.0 + lengths.float()) / 6.0) ** length_penalty  # (B*K,)
+    best = (scores.view(-1) / penalty).view(B, K).argmax(dim=-1)  # (B,)
+    out = []
+    for b in range(B):
+        row = ys[b * K + best[b], 1:].tolist()
+        out.append(row[: row.index(end_symbol) + 1] if end_symbol in row else row)
+    return out
