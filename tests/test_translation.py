@@ -17,7 +17,8 @@ from transformer_lib.model import make_model
 from transformer_lib.training import greedy_decode
 from transformer_lib.translation import (
     DataUnavailable, DecoderCache, Tokenizer, Vocab, beam_search, bucket_batches, encode_pairs,
-    greedy_decode_cached, load_multi30k, load_translation_data, offline_corpus, padding_fraction,
+    greedy_decode_cached, load_checkpoint, load_multi30k, load_translation_data, offline_corpus, padding_fraction,
+    save_checkpoint,
 )
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
@@ -232,3 +233,50 @@ def test_beam_search_rejects_a_non_positive_beam():
     src, src_mask = sources()
     with pytest.raises(ValueError, match="beam_size must be a positive int"):
         beam_search(model, src, src_mask, 5, BOS, EOS, beam_size=0)
+
+
+# Checkpoints: one safetensors file with config and vocabularies, written atomically, loaded without pickle.
+
+
+def vocab_of(n):
+    return Vocab([*Vocab.SPECIALS, *(f"w{i}" for i in range(n - 4))])
+
+
+@pytest.mark.parametrize("options", [{}, {"share_embeddings": True, "norm_first": True}])
+def test_checkpoint_round_trip_gives_the_same_model(tmp_path, options):
+    torch.manual_seed(0)
+    model = make_model(13, 13, n_layers=2, d_model=32, d_ff=64, n_heads=4, pad_idx=PAD, **options).eval()
+    path = save_checkpoint(tmp_path / "m.safetensors", model, vocab_of(13), vocab_of(13), step=7, val_loss=1.5)
+    assert [p.name for p in tmp_path.iterdir()] == ["m.safetensors"]  # the temporary file was renamed
+    loaded, src_vocab, tgt_vocab, info = load_checkpoint(path)
+    src, src_mask = sources()
+    tgt = torch.randint(4, 13, (3, 5))
+    with torch.no_grad():
+        assert torch.equal(model(src, tgt, src_mask), loaded(src, tgt, src_mask))
+    assert info == {"step": 7, "val_loss": 1.5} and tgt_vocab.itos == vocab_of(13).itos
+    assert loaded.config == model.config
+    if options.get("share_embeddings"):
+        assert loaded.generator.proj.weight is loaded.src_embed[0].embedding.weight
+
+
+def test_truncated_checkpoint_is_reported_never_used(tmp_path):
+    model = small_model()
+    path = save_checkpoint(tmp_path / "m.safetensors", model, vocab_of(13), vocab_of(13))
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError, match="is not a readable checkpoint .*truncated or corrupt"):
+        load_checkpoint(path)
+
+
+def test_checkpoint_whose_vocabularies_do_not_match_its_config_is_rejected(tmp_path):
+    model = small_model()
+    path = save_checkpoint(tmp_path / "m.safetensors", model, vocab_of(13), vocab_of(20))
+    with pytest.raises(ValueError, match="do not match the config's src_vocab=13, tgt_vocab=13"):
+        load_checkpoint(path)
+
+
+def test_saving_a_model_without_config_is_an_error(tmp_path):
+    model = small_model()
+    model.config = None
+    with pytest.raises(ValueError, match="model has no config"):
+        save_checkpoint(tmp_path / "m.safetensors", model, vocab_of(13), vocab_of(13))

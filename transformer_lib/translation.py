@@ -19,6 +19,8 @@ __all__ = [
     'DecoderCache',
     'greedy_decode_cached',
     'beam_search',
+    'save_checkpoint',
+    'load_checkpoint',
 ]
 
 # %% notebooks/06_translation.ipynb cell 2
@@ -427,3 +429,57 @@ def beam_search(model, src, src_mask, max_len: int, start_symbol: int, end_symbo
         row = ys[b * K + best[b], 1:].tolist()
         out.append(row[: row.index(end_symbol) + 1] if end_symbol in row else row)
     return out
+
+
+# %% notebooks/06_translation.ipynb cell 28
+def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab, **info) -> Path:
+    """Write one .safetensors file: the weights (a tied tensor once), and as metadata the model's ModelConfig,
+    both vocabularies and `info` (JSON-serializable, e.g. step and validation loss).
+
+    The file is written under a temporary name and renamed, so a crash never leaves half a checkpoint.
+    Loading it runs no pickle.
+    """
+    from safetensors.torch import save_model
+
+    if model.config is None:
+        raise ValueError("model has no config; build it with make_model or build_model")
+    path = Path(path)
+    metadata = {"config": model.config.to_json(), "src_vocab": src_vocab.to_json(),
+                "tgt_vocab": tgt_vocab.to_json(), "info": json.dumps(info)}
+    tmp = path.with_name(f".{path.name}.tmp")
+    save_model(model, str(tmp), metadata)
+    os.replace(tmp, path)
+    return path
+
+
+def load_checkpoint(path, device="cpu"):
+    """(model, src_vocab, tgt_vocab, info) from a file written by save_checkpoint; the model is in eval mode.
+
+    A truncated or corrupt file, or one whose weights do not fit its config, raises ValueError naming the file.
+    """
+    from safetensors import safe_open
+    from safetensors.torch import load_model
+
+    from transformer_lib.model import ModelConfig, build_model
+
+    path = Path(path)
+    try:
+        with safe_open(str(path), "pt") as handle:
+            metadata = handle.metadata() or {}
+    except Exception as err:
+        raise ValueError(f"{path} is not a readable checkpoint ({type(err).__name__}: {err}); "
+                         "it may be truncated or corrupt") from None
+    missing = {"config", "src_vocab", "tgt_vocab"} - metadata.keys()
+    if missing:
+        raise ValueError(f"{path} lacks {', '.join(sorted(missing))}: not written by save_checkpoint")
+    config = ModelConfig.from_json(metadata["config"])
+    src_vocab, tgt_vocab = Vocab.from_json(metadata["src_vocab"]), Vocab.from_json(metadata["tgt_vocab"])
+    if (len(src_vocab), len(tgt_vocab)) != (config.src_vocab, config.tgt_vocab):
+        raise ValueError(f"{path}: vocabularies of {len(src_vocab)} and {len(tgt_vocab)} tokens do not match the "
+                         f"config's src_vocab={config.src_vocab}, tgt_vocab={config.tgt_vocab}")
+    model = build_model(config)
+    try:
+        load_model(model, str(path), strict=True, device=str(device))
+    except Exception as err:
+        raise ValueError(f"{path}: weights do not fit the model its config describes ({err})") from None
+    return model.to(device).eval(), src_vocab, tgt_vocab, json.loads(metadata.get("info", "{}"))
