@@ -37,10 +37,7 @@ def tiny_multi30k(tmp_path, monkeypatch):
         files.append((name, hashlib.sha256(data).hexdigest()))
     monkeypatch.setitem(tr.MULTI30K_FILES, "val", tuple(files))
     monkeypatch.delenv(tr.MULTI30K_ENV, raising=False)
-    monkeypatch.setattr(tr, "multi30k_dirs", lambda root=None, real=tr.multi30k_dirs: [
-        *([Path(root)] if root is not None else []),
-        *([Path(tr.os.environ[tr.MULTI30K_ENV])] if tr.os.environ.get(tr.MULTI30K_ENV) else []),
-        tmp_path / "cache"])
+    monkeypatch.setattr(tr._pooch(), "os_cache", lambda project: tmp_path / "cache")  # the user cache, in tmp
     return folder
 
 

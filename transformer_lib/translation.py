@@ -15,6 +15,7 @@ __all__ = [
     'Vocab',
     'encode_pairs',
     'bucket_batches',
+    'pad_batch',
     'padding_fraction',
     'DecoderCache',
     'greedy_decode_cached',
@@ -70,6 +71,15 @@ def multi30k_dirs(root=None) -> list[Path]:
     if os.environ.get(MULTI30K_ENV):
         dirs.append(Path(os.environ[MULTI30K_ENV]))
     return dirs + [Path(_pooch().os_cache("transformer_lib")) / "multi30k"]
+
+
+def _write_atomically(path, write) -> Path:
+    """Call write(temporary_path), then rename the result to path: readers never see half a file."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    write(tmp)
+    os.replace(tmp, path)
+    return path
 
 
 def _sha256(path: Path) -> str:
@@ -253,10 +263,7 @@ class Vocab:
         return cls(json.loads(text)["tokens"])
 
     def save(self, path) -> None:
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(self.to_json(), encoding="utf-8")
-        os.replace(tmp, path)  # atomic: a reader never sees half a file
+        _write_atomically(path, lambda tmp: tmp.write_text(self.to_json(), encoding="utf-8"))
 
     @classmethod
     def load(cls, path) -> "Vocab":
@@ -291,10 +298,11 @@ def bucket_batches(examples, max_tokens: int, pad_idx: int, shuffle: bool = True
         groups.append(current)
     if shuffle:
         random.Random(seed).shuffle(groups)
-    return [_pad_batch([examples[i] for i in group], pad_idx) for group in groups]
+    return [pad_batch([examples[i] for i in group], pad_idx) for group in groups]
 
 
-def _pad_batch(examples, pad_idx: int) -> Batch:
+def pad_batch(examples, pad_idx: int) -> Batch:
+    """A Batch from (source ids, target ids) examples, each side padded to its longest sequence."""
     def pad(seqs):
         out = torch.full((len(seqs), max(len(s) for s in seqs)), pad_idx, dtype=torch.long)
         for row, s in enumerate(seqs):
@@ -443,13 +451,9 @@ def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab, **info) -> 
 
     if model.config is None:
         raise ValueError("model has no config; build it with make_model or build_model")
-    path = Path(path)
     metadata = {"config": model.config.to_json(), "src_vocab": src_vocab.to_json(),
                 "tgt_vocab": tgt_vocab.to_json(), "info": json.dumps(info)}
-    tmp = path.with_name(f".{path.name}.tmp")
-    save_model(model, str(tmp), metadata)
-    os.replace(tmp, path)
-    return path
+    return _write_atomically(path, lambda tmp: save_model(model, str(tmp), metadata))
 
 
 def load_checkpoint(path, device="cpu"):
