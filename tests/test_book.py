@@ -181,3 +181,20 @@ def test_every_chapter_has_a_colab_badge_and_install_cell_for_the_book_repositor
     first_code = [c for c in nbformat.read(ROOT / book.chapters[0].file, 4).cells if c.cell_type == "code"][0]
     assert first_code.source.startswith("#| default_exp embeddings")
     assert bk.colab_links(book, book.chapters[0])[1] in first_code.source
+
+
+def test_run_strips_outputs_of_corpus_output_cells_and_check_flags_them(tmp_path):
+    book = make_book(tmp_path, {"01_alpha": ["#| default_exp alpha", "print('a corpus sentence')", "print('ours')"]})
+    path = tmp_path / "notebooks" / "01_alpha.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[2].metadata["tags"] = [bk.CORPUS_OUTPUT_TAG]
+    nbformat.write(nb, path)
+    bk.run(book, list(book.chapters), budget="smoke", timeout=120)
+    nb = nbformat.read(path, as_version=4)
+    assert nb.cells[2].outputs == [] and nb.cells[2].execution_count == 2  # ran, output not kept
+    assert nb.cells[3].outputs[0].text == "ours\n"
+    assert bk.corpus_output_problems(book) == []
+    nb.cells[2].outputs = [nbformat.v4.new_output("stream", name="stdout", text="a corpus sentence\n")]
+    nbformat.write(nb, path)
+    (problem,) = bk.corpus_output_problems(book)
+    assert "notebooks/01_alpha.ipynb cell 2: tagged corpus-output but has outputs" in problem

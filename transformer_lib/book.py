@@ -250,6 +250,21 @@ def export(book: Book) -> list[Path]:
     return written
 
 
+CORPUS_OUTPUT_TAG = "corpus-output"  # cells that print corpus sentences: `run` strips their outputs
+
+
+def corpus_output_problems(book: Book) -> list[str]:
+    """Cells tagged corpus-output that hold outputs (corpus sentences must not be committed)."""
+    problems = []
+    for chapter in book.chapters:
+        nb = nbformat.read(book.root / chapter.file, as_version=4)
+        for index, cell in enumerate(nb.cells):
+            if CORPUS_OUTPUT_TAG in cell.get("metadata", {}).get("tags", []) and cell.get("outputs"):
+                problems.append(f"{chapter.file} cell {index}: tagged {CORPUS_OUTPUT_TAG} but has outputs; "
+                                "run the chapter with `book run` to strip them")
+    return problems
+
+
 def check(book: Book) -> list[str]:
     """Problems where the package and the notebooks disagree (empty when in sync)."""
     problems = []
@@ -276,7 +291,7 @@ def check(book: Book) -> list[str]:
                 problems.append(f"{rel}:{lineno}: differs from {chapter.file}\n    only the {longer}: {extra}")
     for path in _stale_modules(book):
         problems.append(f"{path.relative_to(book.root)}: generated, but no chapter in book.yml exports it")
-    return problems + colab_problems(book)
+    return problems + colab_problems(book) + corpus_output_problems(book)
 
 
 def colab_links(book: Book, chapter: Chapter) -> tuple[str, str]:
@@ -342,6 +357,9 @@ def run(book: Book, chapters: list[Chapter], budget: str | None = None, timeout:
             except CellExecutionError as err:
                 print(f"{progress}: FAILED", file=out, flush=True)
                 raise BookError(f"{chapter.file} failed under budget {budget}; the file was left as it was.\n{err}") from None
+            for cell in nb.cells:
+                if CORPUS_OUTPUT_TAG in cell.get("metadata", {}).get("tags", []):
+                    cell.outputs = []  # shown to the reader who runs it, never committed
             _write_atomic(path, nbformat.writes(nb) + "\n")
             print(f"{progress}: done in {time.perf_counter() - start:.1f}s", file=out, flush=True)
     finally:

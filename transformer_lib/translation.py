@@ -22,6 +22,24 @@ __all__ = [
     'beam_search',
     'save_checkpoint',
     'load_checkpoint',
+    'translate_tokens',
+    'detokenize',
+    'translate',
+    'BleuScore',
+    'bleu',
+    'evaluate_bleu',
+    'Recipe',
+    'RECIPES',
+    'TranslationData',
+    'prepare_data',
+    'average_checkpoints',
+    'TrainingRun',
+    'train_translation',
+    'attention_maps',
+    'ATTENTION_AXES',
+    'attention_frame',
+    'plot_attention_grid',
+    'attention_chart',
 ]
 
 # %% notebooks/06_translation.ipynb cell 2
@@ -30,13 +48,17 @@ import hashlib
 import json
 import os
 import random
+import re
+import time
 from collections import Counter
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 import torch
 
-from transformer_lib.attention import scaled_dot_product_attention
-from transformer_lib.training import Batch
+from transformer_lib.attention import padding_mask, scaled_dot_product_attention, subsequent_mask
+from transformer_lib.model import EncoderDecoder, make_model
+from transformer_lib.training import Batch, LabelSmoothing, evaluate, make_optimizer, train_epoch
 
 
 # %% notebooks/06_translation.ipynb cell 5
@@ -486,4 +508,494 @@ def load_checkpoint(path, device="cpu"):
         load_model(model, str(path), strict=True, device=str(device))
     except Exception as err:
         raise ValueError(f"{path}: weights do not fit the model its config describes ({err})") from None
-    return model.to(device).eval(), src_vocab, tgt_vocab, json.loads(metadata.get("info", "{}"))
+    info = json.loads(metadata.get("info", "{}"))
+    model.vocabs, model.lower = (src_vocab, tgt_vocab), info.get("lower", True)  # what translate() needs
+    return model.to(device).eval(), src_vocab, tgt_vocab, info
+
+
+# %% notebooks/06_translation.ipynb cell 31
+@torch.no_grad()
+def translate_tokens(model, sentences: list[str], src_tok: Tokenizer, src_vocab: Vocab, tgt_vocab: Vocab,
+                     beam_size: int = 5, length_penalty: float = 0.6, batch_size: int = 64) -> list[list[str]]:
+    """Target tokens for raw source sentences: greedy with the cache for beam_size 1, else beam search.
+
+    Sentences are decoded in batches of similar length; at most 1.5 x source length + 10 tokens each.
+    """
+    if isinstance(sentences, str):
+        raise TypeError("sentences must be a list of strings; use translate() for a single sentence")
+    model.eval()
+    device = next(model.parameters()).device
+    ids = [src_vocab.encode(src_tok(s)) or [src_vocab.unk_idx] for s in sentences]
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    out: list[list[str]] = [[] for _ in ids]
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        src = torch.full((len(chunk), max(len(ids[i]) for i in chunk)), src_vocab.pad_idx, dtype=torch.long)
+        for row, i in enumerate(chunk):
+            src[row, : len(ids[i])] = torch.tensor(ids[i])
+        src = src.to(device)
+        src_mask = padding_mask(src, src_vocab.pad_idx)
+        max_len = int(1.5 * src.size(1)) + 10
+        if beam_size == 1:
+            hyps = greedy_decode_cached(model, src, src_mask, max_len, tgt_vocab.bos_idx, tgt_vocab.eos_idx)
+            hyps = hyps[:, 1:].tolist()
+        else:
+            hyps = beam_search(model, src, src_mask, max_len, tgt_vocab.bos_idx, tgt_vocab.eos_idx, beam_size,
+                               length_penalty)
+        for i, hyp in zip(chunk, hyps):
+            out[i] = tgt_vocab.decode(hyp)
+    return out
+
+
+_NO_SPACE_BEFORE = re.compile(r" ([.,!?;:%)\]}]|n't\b|'(?:s|re|ve|m|ll|d)\b)")
+_NO_SPACE_AFTER = re.compile(r"([(\[{]) ")
+_HYPHEN = re.compile(r"(\w) - (?=\w)")
+
+
+def detokenize(tokens: list[str]) -> str:
+    """Join tokens into text: no space before punctuation or after an opening bracket, "t - shirt" -> "t-shirt",
+    "dog 's" -> "dog's", and the first letter capitalized."""
+    text = " ".join(t for t in tokens if t not in Vocab.SPECIALS)
+    text = _HYPHEN.sub(r"\1-", _NO_SPACE_AFTER.sub(r"\1", _NO_SPACE_BEFORE.sub(r"\1", text)))
+    return text[:1].upper() + text[1:]
+
+
+def translate(model, sentence, beam_size: int = 5, src_vocab: Vocab | None = None, tgt_vocab: Vocab | None = None,
+              lower: bool | None = None):
+    """Translate a raw German sentence (or a list of them) into English text.
+
+    The vocabularies default to those the model carries after train_translation or load_checkpoint.
+    """
+    if src_vocab is None or tgt_vocab is None:
+        if getattr(model, "vocabs", None) is None:
+            raise ValueError("model carries no vocabularies: pass src_vocab and tgt_vocab, "
+                             "or load the model with load_checkpoint")
+        src_vocab, tgt_vocab = model.vocabs
+    lower = getattr(model, "lower", True) if lower is None else lower
+    single = isinstance(sentence, str)
+    sentences = [sentence] if single else list(sentence)
+    if not all(isinstance(s, str) for s in sentences):
+        raise TypeError("sentence must be a string or a list of strings")
+    tokens = translate_tokens(model, sentences, Tokenizer("de", lower=lower), src_vocab, tgt_vocab, beam_size)
+    texts = [detokenize(t) for t in tokens]
+    return texts[0] if single else texts
+
+
+# %% notebooks/06_translation.ipynb cell 33
+@dataclass
+class BleuScore:
+    """BLEU two ways: sacreBLEU on detokenized text, and on the tokenized, lowercased text tutorials report."""
+    sacrebleu: float
+    signature: str
+    tokenized: float
+    tokenized_signature: str
+
+    def __str__(self) -> str:
+        return (f"sacreBLEU {self.sacrebleu:.2f} ({self.signature}); "
+                f"tokenized lowercased BLEU {self.tokenized:.2f}")
+
+
+def bleu(hypotheses: list[list[str]], references: list[str], lowercase: bool = True) -> BleuScore:
+    """Score hypothesis tokens against raw reference sentences.
+
+    sacreBLEU detokenizes the hypotheses and applies its own standard tokenization (13a) to both sides,
+    case-insensitive when `lowercase` (our models translate lowercased text). The tokenized score splits the
+    references with the spaCy tokenizer, lowercased, and compares tokens as they are: the metric of the
+    tutorials (torchtext's bleu_score).
+    """
+    from sacrebleu.metrics import BLEU
+
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
+    if not references:
+        raise ValueError("references is empty")
+    detok = BLEU(lowercase=lowercase)
+    detok_score = detok.corpus_score([detokenize(h) for h in hypotheses], [list(references)])
+    tok = Tokenizer("en", lower=True)
+    tokenized = BLEU(tokenize="none", force=True)
+    tokenized_score = tokenized.corpus_score([" ".join(t for t in h if t not in Vocab.SPECIALS).lower() for h in hypotheses],
+                                             [[" ".join(tok(r)) for r in references]])
+    return BleuScore(detok_score.score, str(detok.get_signature()), tokenized_score.score,
+                     str(tokenized.get_signature()))
+
+
+def evaluate_bleu(model, pairs: list[tuple[str, str]], src_tok: Tokenizer, src_vocab: Vocab, tgt_vocab: Vocab,
+                  beam_size: int = 5, length_penalty: float = 0.6, lowercase: bool = True) -> BleuScore:
+    """Translate the German side of (German, English) pairs and score against the English side."""
+    hyps = translate_tokens(model, [de for de, _ in pairs], src_tok, src_vocab, tgt_vocab, beam_size, length_penalty)
+    return bleu(hyps, [en for _, en in pairs], lowercase)
+
+
+# %% notebooks/06_translation.ipynb cell 37
+@dataclass
+class Recipe:
+    """Everything a Multi30k training run depends on: model, data, optimization and evaluation.
+
+    RECIPES holds one per run budget; any field can be changed with dataclasses.replace.
+    """
+    # the model (chapter 4)
+    n_layers: int = 3
+    d_model: int = 256
+    d_ff: int = 1024
+    n_heads: int = 8
+    dropout: float = 0.2
+    norm_first: bool = True
+    # the data (this chapter)
+    shared_vocab: bool = True  # one vocabulary for both languages, and one embedding table for encoder, decoder, generator
+    min_freq: int = 2
+    lower: bool = True
+    train_pairs: int | None = None  # the first n training pairs (None: all)
+    eval_pairs: int | None = None  # the first n validation and test pairs (None: all)
+    max_tokens: int = 2500  # padded tokens per batch and side
+    # optimization (chapter 5)
+    epochs: int = 30
+    factor: float = 1.0
+    warmup: int = 2000
+    smoothing: float = 0.1
+    clip_norm: float | None = 1.0
+    seed: int = 0
+    # evaluation
+    beam_size: int = 5
+    length_penalty: float = 0.6
+    average_last: int = 5  # average the weights of the last k epochs
+    bleu_every: int = 1  # validation BLEU (greedy) every n epochs
+
+    def __post_init__(self):
+        for name in ("n_layers", "d_model", "d_ff", "n_heads", "min_freq", "max_tokens", "epochs", "warmup",
+                     "beam_size", "average_last", "bleu_every"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        for name in ("train_pairs", "eval_pairs"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ValueError(f"{name} must be None or a positive int, got {value!r}")
+        if not 0.0 <= self.dropout < 1.0 or not 0.0 <= self.smoothing < 1.0:
+            raise ValueError(f"dropout and smoothing must be in [0, 1), got {self.dropout} and {self.smoothing}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "Recipe":
+        unknown = set(values) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ValueError(f"unknown Recipe fields: {sorted(unknown)}")
+        return cls(**values)
+
+
+RECIPES = {
+    # CI: a tiny model on a slice of the data, seconds
+    "smoke": Recipe(n_layers=1, d_model=64, d_ff=128, n_heads=4, dropout=0.1, train_pairs=2000, eval_pairs=100,
+                    max_tokens=1000, epochs=3, warmup=50, beam_size=2, average_last=2),
+    # a laptop: the full data, a small model, two epochs, a few minutes
+    "cpu": Recipe(n_layers=3, d_model=256, d_ff=512, n_heads=8, dropout=0.1, shared_vocab=False, epochs=2,
+                  factor=0.5, warmup=400, average_last=2),
+    # the best model: about an hour on two CPU cores
+    "full": Recipe(shared_vocab=False, epochs=20, factor=0.7, warmup=800),
+}
+
+
+# %% notebooks/06_translation.ipynb cell 38
+@dataclass
+class TranslationData:
+    """Tokenizers, vocabularies (from train only) and the three splits of a Recipe."""
+    src_tok: Tokenizer
+    tgt_tok: Tokenizer
+    src_vocab: Vocab
+    tgt_vocab: Vocab
+    train: list  # (source ids, target ids) examples
+    val: list[tuple[str, str]]  # raw (German, English) pairs
+    test: list[tuple[str, str]]
+    source: str  # where the pairs came from
+
+
+def prepare_data(recipe: Recipe, root=None, download: bool = True) -> TranslationData:
+    """Load the splits (Multi30k, else the offline corpus), tokenize, and build vocabularies from train."""
+    train, source = load_translation_data("train", root, download)
+    val, _ = load_translation_data("val", root, download)
+    test, _ = load_translation_data("test2016", root, download)
+    train, val, test = train[: recipe.train_pairs], val[: recipe.eval_pairs], test[: recipe.eval_pairs]
+    src_tok, tgt_tok = Tokenizer("de", lower=recipe.lower), Tokenizer("en", lower=recipe.lower)
+    src_sents, tgt_sents = [src_tok(de) for de, _ in train], [tgt_tok(en) for _, en in train]
+    if recipe.shared_vocab:
+        src_vocab = tgt_vocab = Vocab.build(src_sents + tgt_sents, min_freq=recipe.min_freq)
+    else:
+        src_vocab = Vocab.build(src_sents, min_freq=recipe.min_freq)
+        tgt_vocab = Vocab.build(tgt_sents, min_freq=recipe.min_freq)
+    examples = [(src_vocab.encode(s), tgt_vocab.encode(t, add_bos_eos=True)) for s, t in zip(src_sents, tgt_sents)]
+    return TranslationData(src_tok, tgt_tok, src_vocab, tgt_vocab, examples, val, test, source)
+
+
+# %% notebooks/06_translation.ipynb cell 40
+def average_checkpoints(paths, device="cpu"):
+    """(model, src_vocab, tgt_vocab, info) whose weights are the mean of the checkpoints' weights.
+
+    The checkpoints must share config and vocabularies (the last epochs of one run); info is the last one's.
+    """
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise ValueError("paths is empty: nothing to average")
+    model, src_vocab, tgt_vocab, info = load_checkpoint(paths[-1], device)
+    total = {k: v.double() for k, v in model.state_dict().items()}
+    for path in paths[:-1]:
+        other, other_src, other_tgt, _ = load_checkpoint(path, device)
+        if other.config != model.config or other_src.itos != src_vocab.itos or other_tgt.itos != tgt_vocab.itos:
+            raise ValueError(f"{path} does not share the config and vocabularies of {paths[-1]}")
+        for k, v in other.state_dict().items():
+            total[k] += v.double()
+    model.load_state_dict({k: (v / len(paths)).to(model.state_dict()[k].dtype) for k, v in total.items()})
+    return model, src_vocab, tgt_vocab, info
+
+
+# %% notebooks/06_translation.ipynb cell 42
+@dataclass
+class TrainingRun:
+    """What train_translation returns: the chosen model, and how it got there."""
+    model: EncoderDecoder
+    data: TranslationData
+    history: list[dict]  # one entry per epoch: epoch, step, seconds, train_loss, val_loss, val_bleu
+    scores: dict  # validation BLEU of the last epoch and of the average, and which one was kept
+    path: Path  # the checkpoint of the kept model
+
+
+def _save_state(path, model, optimizer, scheduler, recipe: Recipe, epoch: int, history: list, seconds: float):
+    """Everything needed to resume after `epoch`, as one safetensors file (no pickle)."""
+    from safetensors.torch import save_file
+
+    tensors = {f"model.{k}": v.detach().cpu().clone().contiguous() for k, v in model.state_dict().items()}
+    opt = optimizer.state_dict()
+    for index, state in opt["state"].items():
+        for key, value in state.items():
+            tensors[f"optim.{index}.{key}"] = torch.as_tensor(value).detach().cpu().clone().contiguous()
+    tensors["rng.cpu"] = torch.get_rng_state()
+    if torch.cuda.is_available():
+        tensors["rng.cuda"] = torch.cuda.get_rng_state()
+    metadata = {"recipe": json.dumps(recipe.to_dict()), "epoch": str(epoch), "history": json.dumps(history),
+                "seconds": repr(seconds), "param_groups": json.dumps(opt["param_groups"]),
+                "scheduler": json.dumps(scheduler.state_dict())}
+    _write_atomically(path, lambda tmp: save_file(tensors, str(tmp), metadata))
+
+
+def _load_state(path, model, optimizer, scheduler, recipe: Recipe):
+    """Restore what _save_state wrote; returns (epoch, history, seconds)."""
+    from safetensors.torch import load_file
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), "pt") as handle:
+            metadata = handle.metadata()
+        tensors = load_file(str(path))
+    except Exception as err:
+        raise ValueError(f"{path} is not a readable training state ({err}); delete it to start over") from None
+    saved = Recipe.from_dict(json.loads(metadata["recipe"]))
+    if replace(saved, epochs=recipe.epochs) != recipe:
+        changed = sorted(k for k, v in recipe.to_dict().items() if k != "epochs" and saved.to_dict()[k] != v)
+        raise ValueError(f"{path} was trained with a different recipe ({', '.join(changed)} differ); "
+                         "use another out_dir or resume=False")
+    model.load_state_dict({k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")})
+    state: dict = {}
+    for name, value in tensors.items():
+        if name.startswith("optim."):
+            _, index, key = name.split(".", 2)
+            state.setdefault(int(index), {})[key] = value
+    optimizer.load_state_dict({"state": state, "param_groups": json.loads(metadata["param_groups"])})
+    scheduler.load_state_dict(json.loads(metadata["scheduler"]))
+    torch.set_rng_state(tensors["rng.cpu"])
+    if "rng.cuda" in tensors and torch.cuda.is_available():
+        torch.cuda.set_rng_state(tensors["rng.cuda"])
+    return int(metadata["epoch"]), json.loads(metadata["history"]), float(metadata["seconds"])
+
+
+def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = None, resume: bool = True,
+                      device=None, progress=True, log=print) -> TrainingRun:
+    """Train a translation model by `recipe`, writing checkpoints to `out_dir`.
+
+    Every epoch ends with the validation loss (and, every `bleu_every` epochs, greedy validation BLEU), a
+    checkpoint of the model (`epoch_NNN.safetensors`, the last `average_last` kept) and the training state
+    (`state.safetensors`: weights, optimizer, schedule, random state). With `resume`, a run that was stopped
+    continues from its last finished epoch, with the same data order and dropout: it ends where an uninterrupted
+    run ends. At the end the last `average_last` checkpoints are averaged; whichever of average and last epoch
+    scores the higher validation BLEU (beam search) is written to `model.safetensors`.
+    """
+    from transformer_lib.runtime import default_device, seed_everything
+
+    device = torch.device(device) if device is not None else default_device()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    data = data if data is not None else prepare_data(recipe)
+    src_vocab, tgt_vocab, pad = data.src_vocab, data.tgt_vocab, data.tgt_vocab.pad_idx
+    if recipe.shared_vocab and src_vocab.itos != tgt_vocab.itos:
+        raise ValueError("recipe.shared_vocab is True but data has two vocabularies; build data with this recipe")
+    seed_everything(recipe.seed)
+    model = make_model(len(src_vocab), len(tgt_vocab), recipe.n_layers, recipe.d_model, recipe.d_ff, recipe.n_heads,
+                       recipe.dropout, norm_first=recipe.norm_first, share_embeddings=recipe.shared_vocab,
+                       pad_idx=pad).to(device)
+    criterion = LabelSmoothing(len(tgt_vocab), pad, recipe.smoothing)
+    optimizer, scheduler = make_optimizer(model, recipe.d_model, recipe.factor, recipe.warmup)
+    val_examples = encode_pairs(data.val, data.src_tok, data.tgt_tok, src_vocab, tgt_vocab)
+    val_batches = [b.to(device) for b in bucket_batches(val_examples, recipe.max_tokens, pad, shuffle=False)]
+    state_path = out_dir / "state.safetensors"
+    first, history, seconds = 1, [], 0.0
+    if resume and state_path.exists():
+        done, history, seconds = _load_state(state_path, model, optimizer, scheduler, recipe)
+        first = done + 1
+        log(f"resuming {out_dir} after epoch {done} ({seconds:.0f}s of training so far)")
+    for epoch in range(first, recipe.epochs + 1):
+        start = time.perf_counter()
+        batches = [b.to(device) for b in bucket_batches(data.train, recipe.max_tokens, pad, seed=recipe.seed + epoch)]
+        train_loss = train_epoch(model, batches, criterion, optimizer, scheduler, clip_norm=recipe.clip_norm,
+                                 progress=progress, desc=f"epoch {epoch}")
+        val_loss = evaluate(model, val_batches, criterion)
+        seconds += time.perf_counter() - start
+        entry = {"epoch": epoch, "step": scheduler.last_epoch, "seconds": round(seconds, 1),
+                 "train_loss": round(train_loss, 4), "val_loss": round(val_loss, 4)}
+        if epoch % recipe.bleu_every == 0 or epoch == recipe.epochs:
+            entry["val_bleu"] = round(evaluate_bleu(model, data.val, data.src_tok, src_vocab, tgt_vocab, 1,
+                                                    lowercase=recipe.lower).tokenized, 2)
+        history.append(entry)
+        log(", ".join(f"{k} {v}" for k, v in entry.items()))
+        save_checkpoint(out_dir / f"epoch_{epoch:03d}.safetensors", model, src_vocab, tgt_vocab, lower=recipe.lower,
+                        **entry)
+        _save_state(state_path, model, optimizer, scheduler, recipe, epoch, history, seconds)
+        stale = out_dir / f"epoch_{epoch - recipe.average_last:03d}.safetensors"
+        stale.unlink(missing_ok=True)
+    return _finish(recipe, out_dir, data, history, device, log)
+
+
+def _finish(recipe: Recipe, out_dir: Path, data: TranslationData, history: list, device, log) -> TrainingRun:
+    """Average the last checkpoints, keep the better of average and last epoch as model.safetensors."""
+    final = out_dir / "model.safetensors"
+    if final.exists():
+        model, src_vocab, tgt_vocab, info = load_checkpoint(final, device)
+        if info.get("history") == history:  # this run's final model is already there
+            model.vocabs, model.lower = (src_vocab, tgt_vocab), recipe.lower
+            return TrainingRun(model, data, history, info["scores"], final)
+    last_epoch = history[-1]["epoch"]
+    paths = [out_dir / f"epoch_{e:03d}.safetensors" for e in range(max(1, last_epoch - recipe.average_last + 1),
+                                                                     last_epoch + 1)]
+    paths = [p for p in paths if p.exists()]
+    candidates = {"last": load_checkpoint(paths[-1], device)[0],
+                  f"average of {len(paths)}": average_checkpoints(paths, device)[0]}
+    scores = {}
+    for name, candidate in candidates.items():
+        score = evaluate_bleu(candidate, data.val, data.src_tok, data.src_vocab, data.tgt_vocab, recipe.beam_size,
+                              recipe.length_penalty, recipe.lower)
+        scores[name] = {"sacrebleu": round(score.sacrebleu, 2), "tokenized": round(score.tokenized, 2)}
+        log(f"validation, beam {recipe.beam_size}, {name}: {score}")
+    kept = max(scores, key=lambda name: scores[name]["tokenized"])
+    scores["kept"] = kept
+    model = candidates[kept]
+    save_checkpoint(final, model, data.src_vocab, data.tgt_vocab, lower=recipe.lower, recipe=recipe.to_dict(),
+                    history=history, scores=scores, data=data.source)
+    model.vocabs, model.lower = (data.src_vocab, data.tgt_vocab), recipe.lower
+    return TrainingRun(model, data, history, scores, final)
+
+
+# %% notebooks/06_translation.ipynb cell 55
+@torch.no_grad()
+def attention_maps(model, src_ids: list[int], tgt_ids: list[int]) -> dict[str, torch.Tensor]:
+    """Attention weights of every layer and head while the model reads one sentence pair.
+
+    `src_ids` is the source, `tgt_ids` the decoder input (<s> and the translation, teacher-forced). Returns
+    {"encoder": (layers, heads, S, S), "decoder": (layers, heads, T, T), "cross": (layers, heads, T, S)}: in every
+    map a row is a query (the position attending) and a column a key (the position attended to), so
+    cross-attention has a row per target token and a column per source token.
+    """
+    if not src_ids or not tgt_ids:
+        raise ValueError("src_ids and tgt_ids must each hold at least one token id")
+    model.eval()
+    device = next(model.parameters()).device
+    src = torch.tensor([src_ids], device=device)
+    tgt = torch.tensor([tgt_ids], device=device)
+    model(src, tgt, None, subsequent_mask(tgt.size(1), device=device))
+    return {"encoder": torch.stack([layer.self_attn.attn[0] for layer in model.encoder.layers]).cpu(),
+            "decoder": torch.stack([layer.self_attn.attn[0] for layer in model.decoder.layers]).cpu(),
+            "cross": torch.stack([layer.src_attn.attn[0] for layer in model.decoder.layers]).cpu()}
+
+
+ATTENTION_AXES = {  # kind -> (rows: the queries, columns: the keys)
+    "encoder": ("source", "source"),
+    "decoder": ("target", "target"),
+    "cross": ("target", "source"),
+}
+
+
+def attention_frame(maps: dict, src_tokens: list[str], tgt_tokens: list[str]):
+    """The maps as one long pandas DataFrame, a row per (kind, layer, head, query, key) with its weight.
+
+    `query` and `key` are the tokens labelling the row and column, numbered ("3 hund") so that a repeated
+    word stays two positions; `query_side` and `key_side` say which sentence each comes from.
+    """
+    import pandas as pd
+
+    tokens = {"source": src_tokens, "target": tgt_tokens}
+    frames = []
+    for kind, weights in maps.items():
+        rows, cols = ATTENTION_AXES[kind]
+        n_layers, n_heads, n_rows, n_cols = weights.shape
+        if (n_rows, n_cols) != (len(tokens[rows]), len(tokens[cols])):
+            raise ValueError(f"{kind} maps are {n_rows} x {n_cols}, but there are {len(tokens[rows])} {rows} "
+                             f"and {len(tokens[cols])} {cols} tokens")
+        layer, head, q, k = torch.meshgrid(*(torch.arange(n) for n in weights.shape), indexing="ij")
+        frames.append(pd.DataFrame({
+            "kind": kind, "layer": layer.flatten() + 1, "head": head.flatten() + 1,
+            "query_pos": q.flatten(), "key_pos": k.flatten(),
+            "query": [f"{i} {tokens[rows][i]}" for i in q.flatten().tolist()],
+            "key": [f"{j} {tokens[cols][j]}" for j in k.flatten().tolist()],
+            "query_side": rows, "key_side": cols, "weight": weights.flatten().float()}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def plot_attention_grid(maps: dict, kind: str, src_tokens: list[str], tgt_tokens: list[str], size: float = 1.6):
+    """A static matplotlib grid of one kind of attention: a row of panels per layer, a column per head.
+
+    Rows of each panel are the queries, columns the keys, labelled with their tokens (see ATTENTION_AXES).
+    """
+    import matplotlib.pyplot as plt
+
+    if kind not in ATTENTION_AXES:
+        raise ValueError(f"kind must be one of {list(ATTENTION_AXES)}, got {kind!r}")
+    rows, cols = ATTENTION_AXES[kind]
+    tokens = {"source": src_tokens, "target": tgt_tokens}
+    weights = maps[kind]
+    n_layers, n_heads = weights.shape[:2]
+    fig, axes = plt.subplots(n_layers, n_heads, figsize=(size * n_heads + 1, size * n_layers + 1), squeeze=False)
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            ax = axes[layer, head]
+            ax.imshow(weights[layer, head].float().numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
+            ax.set_xticks(range(len(tokens[cols])), tokens[cols], rotation=90, fontsize=6)
+            ax.set_yticks(range(len(tokens[rows])), tokens[rows], fontsize=6)
+            if layer == 0:
+                ax.set_title(f"head {head + 1}", fontsize=8)
+            if head == 0:
+                ax.set_ylabel(f"layer {layer + 1}\n{rows} (query)", fontsize=8)
+            if layer == n_layers - 1:
+                ax.set_xlabel(f"{cols} (key)", fontsize=8)
+    fig.suptitle(f"{kind} attention: rows are {rows} tokens attending, columns the {cols} tokens they attend to")
+    fig.tight_layout()
+    return fig
+
+
+def attention_chart(frame, kind: str, cell: int = 14):
+    """An interactive altair heatmap of one kind of attention: pick the layer, hover for the token pair and weight."""
+    import altair as alt
+
+    if kind not in ATTENTION_AXES:
+        raise ValueError(f"kind must be one of {list(ATTENTION_AXES)}, got {kind!r}")
+    rows, cols = ATTENTION_AXES[kind]
+    data = frame[frame["kind"] == kind].drop(columns=["kind", "query_side", "key_side"])
+    n_layers = int(data["layer"].max())
+    layer = alt.param(name="layer", value=1, bind=alt.binding_range(min=1, max=n_layers, step=1, name="layer "))
+    n_rows, n_cols = data["query_pos"].max() + 1, data["key_pos"].max() + 1
+    return (alt.Chart(data).mark_rect()
+            .encode(x=alt.X("key:N", sort=alt.SortField("key_pos"), title=f"{cols} (key)"),
+                    y=alt.Y("query:N", sort=alt.SortField("query_pos"), title=f"{rows} (query)"),
+                    color=alt.Color("weight:Q", scale=alt.Scale(domain=[0, 1], scheme="viridis")),
+                    tooltip=["layer", "head", alt.Tooltip("query", title=f"{rows} (query)"),
+                             alt.Tooltip("key", title=f"{cols} (key)"), alt.Tooltip("weight", format=".3f")])
+            .properties(width=cell * n_cols, height=cell * n_rows)
+            .add_params(layer).transform_filter(alt.datum.layer == layer)
+            .facet(column=alt.Column("head:O", title=f"{kind} attention, heads of the chosen layer"))
+            .resolve_scale(x="independent"))

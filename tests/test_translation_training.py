@@ -1,0 +1,304 @@
+"""Chapter 6, training and evaluation: recipes, resumable training, averaging, BLEU, translate, attention maps.
+
+Everything runs on the offline corpus or on tiny models, so no test needs Multi30k or a network.
+"""
+import json
+from dataclasses import replace
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+import sacrebleu  # noqa: E402
+import torch  # noqa: E402
+
+import transformer_lib.translation as tr  # noqa: E402
+from transformer_lib import train as train_cli  # noqa: E402
+from transformer_lib import translate as translate_cli  # noqa: E402
+from transformer_lib.translation import (  # noqa: E402
+    ATTENTION_AXES, RECIPES, Recipe, TranslationData, Tokenizer, Vocab, attention_chart, attention_frame,
+    attention_maps, average_checkpoints, beam_search, bleu, detokenize, load_checkpoint, offline_corpus,
+    plot_attention_grid, save_checkpoint, train_translation, translate, translate_tokens,
+)
+from transformer_lib.attention import padding_mask  # noqa: E402
+
+TINY = Recipe(n_layers=1, d_model=32, d_ff=64, n_heads=4, dropout=0.1, shared_vocab=False, max_tokens=400, epochs=2, warmup=20,
+              factor=2.0, beam_size=2, average_last=2, train_pairs=300, eval_pairs=20)
+
+
+def offline_data(recipe: Recipe = TINY) -> TranslationData:
+    """prepare_data's result, built from the offline corpus (deterministic, no files needed)."""
+    train, val, test = offline_corpus(recipe.train_pairs, 0), offline_corpus(recipe.eval_pairs, 1), offline_corpus(10, 2)
+    src_tok, tgt_tok = Tokenizer("de"), Tokenizer("en")
+    src_vocab = Vocab.build([src_tok(d) for d, _ in train], min_freq=1)
+    tgt_vocab = Vocab.build([tgt_tok(e) for _, e in train], min_freq=1)
+    examples = tr.encode_pairs(train, src_tok, tgt_tok, src_vocab, tgt_vocab)
+    return TranslationData(src_tok, tgt_tok, src_vocab, tgt_vocab, examples, val, test, "offline corpus (test)")
+
+
+@pytest.fixture(scope="module")
+def data():
+    return offline_data()
+
+
+def quiet(*_):
+    pass
+
+
+# ---- recipes
+
+
+def test_every_budget_has_a_recipe():
+    assert set(RECIPES) == {"smoke", "cpu", "full"}
+    assert RECIPES["smoke"].train_pairs is not None  # CI trains on a slice
+
+
+@pytest.mark.parametrize("field, value", [("d_model", 0), ("epochs", -1), ("beam_size", 1.5), ("train_pairs", 0),
+                                          ("dropout", 1.0), ("smoothing", -0.1)])
+def test_recipe_rejects_bad_values_naming_the_field(field, value):
+    with pytest.raises(ValueError, match=field):
+        replace(TINY, **{field: value})
+
+
+def test_recipe_round_trips_and_rejects_unknown_fields():
+    assert Recipe.from_dict(json.loads(json.dumps(TINY.to_dict()))) == TINY
+    with pytest.raises(ValueError, match="unknown Recipe fields"):
+        Recipe.from_dict({**TINY.to_dict(), "learning_rate": 1e-3})
+
+
+def test_prepare_data_builds_vocabularies_from_the_training_slice_only(monkeypatch):
+    monkeypatch.setattr(tr, "load_translation_data", lambda split, root=None, download=True: (
+        {"train": [("Ein Hund.", "A dog."), ("Ein Hund.", "A dog.")], "val": [("Eine Katze.", "A cat.")] * 2,
+         "test2016": [("Ein Vogel.", "A bird.")] * 2}[split], f"fake {split}"))
+    data = tr.prepare_data(replace(TINY, train_pairs=None, eval_pairs=1))
+    assert "hund" in data.src_vocab.stoi and "katze" not in data.src_vocab.stoi  # val never shapes the vocabulary
+    assert "bird" not in data.tgt_vocab.stoi and len(data.val) == len(data.test) == 1
+    shared = tr.prepare_data(replace(TINY, shared_vocab=True))
+    assert shared.src_vocab is shared.tgt_vocab and {"hund", "dog"} <= shared.src_vocab.stoi.keys()
+
+
+# ---- training, resuming, averaging
+
+
+@pytest.fixture(scope="module")
+def finished_run(data, tmp_path_factory):
+    out = tmp_path_factory.mktemp("run")
+    return train_translation(TINY, out, data=data, progress=False, log=quiet, device="cpu")
+
+
+def test_training_writes_checkpoints_history_and_the_kept_model(finished_run):
+    run = finished_run
+    assert [h["epoch"] for h in run.history] == [1, 2]
+    assert all({"step", "seconds", "train_loss", "val_loss", "val_bleu"} <= h.keys() for h in run.history)
+    assert run.history[1]["val_loss"] < run.history[0]["val_loss"]
+    names = sorted(p.name for p in run.path.parent.iterdir())
+    assert names == ["epoch_001.safetensors", "epoch_002.safetensors", "model.safetensors", "state.safetensors"]
+    assert run.scores["kept"] in ("last", "average of 2")
+    model, _, _, info = load_checkpoint(run.path)
+    assert info["history"] == run.history and info["scores"] == run.scores and info["recipe"] == TINY.to_dict()
+    for a, b in zip(model.state_dict().values(), run.model.state_dict().values()):
+        assert torch.equal(a, b)
+
+
+def test_only_the_last_average_last_epoch_checkpoints_are_kept(data, tmp_path):
+    run = train_translation(replace(TINY, epochs=3), tmp_path, data=data, progress=False, log=quiet, device="cpu")
+    assert sorted(p.name for p in tmp_path.glob("epoch_*")) == ["epoch_002.safetensors", "epoch_003.safetensors"]
+    assert len(run.history) == 3
+
+
+def test_a_resumed_run_ends_exactly_where_an_uninterrupted_one_does(data, finished_run, tmp_path):
+    lines = []
+    train_translation(replace(TINY, epochs=1), tmp_path, data=data, progress=False, log=quiet, device="cpu")
+    resumed = train_translation(TINY, tmp_path, data=data, progress=False, log=lines.append, device="cpu")
+    assert lines[0].startswith(f"resuming {tmp_path} after epoch 1")
+    assert [{k: v for k, v in h.items() if k != "seconds"} for h in resumed.history] == \
+           [{k: v for k, v in h.items() if k != "seconds"} for h in finished_run.history]
+    for a, b in zip(resumed.model.state_dict().values(), finished_run.model.state_dict().values()):
+        assert torch.equal(a, b)
+
+
+def test_resuming_with_another_recipe_is_an_error_naming_what_differs(data, finished_run):
+    with pytest.raises(ValueError, match=r"different recipe \(d_model differ\)"):
+        train_translation(replace(TINY, d_model=64), finished_run.path.parent, data=data, progress=False, log=quiet)
+
+
+def test_a_corrupt_training_state_is_reported(data, tmp_path):
+    (tmp_path / "state.safetensors").write_bytes(b"not a safetensors file")
+    with pytest.raises(ValueError, match="not a readable training state"):
+        train_translation(TINY, tmp_path, data=data, progress=False, log=quiet)
+
+
+def test_average_of_checkpoints_is_the_mean_of_their_weights(finished_run, tmp_path):
+    a, src_vocab, tgt_vocab, _ = load_checkpoint(finished_run.path)
+    b, *_ = load_checkpoint(finished_run.path)
+    with torch.no_grad():
+        for p in b.parameters():
+            p.add_(1.0)
+    save_checkpoint(tmp_path / "a.safetensors", a, src_vocab, tgt_vocab)
+    save_checkpoint(tmp_path / "b.safetensors", b, src_vocab, tgt_vocab)
+    mean, *_ = average_checkpoints([tmp_path / "a.safetensors", tmp_path / "b.safetensors"])
+    for name, p in mean.named_parameters():
+        assert torch.allclose(p, dict(a.named_parameters())[name] + 0.5, atol=1e-6), name
+
+
+def test_averaging_checkpoints_of_different_models_is_an_error(finished_run, tmp_path):
+    a, src_vocab, tgt_vocab, _ = load_checkpoint(finished_run.path)
+    other = tr.make_model(len(src_vocab), len(tgt_vocab), 1, 16, 32, 2)
+    save_checkpoint(tmp_path / "other.safetensors", other, src_vocab, tgt_vocab)
+    with pytest.raises(ValueError, match="does not share the config"):
+        average_checkpoints([tmp_path / "other.safetensors", finished_run.path])
+    with pytest.raises(ValueError, match="paths is empty"):
+        average_checkpoints([])
+
+
+# ---- BLEU and translate
+
+
+def test_detokenize_glues_punctuation_hyphens_and_clitics():
+    assert detokenize(["a", "dog", "'s", "t", "-", "shirt", "(", "red", ")", "is", "n't", "wet", ",", "ok", "."]) == \
+        "A dog's t-shirt (red) isn't wet, ok."
+    assert detokenize(["<s>", "two", "men", "</s>"]) == "Two men"
+
+
+def test_bleu_matches_sacrebleu_and_reports_both_signatures():
+    refs = ["A man is riding a bike down the street.", "Two dogs are playing in the snow."]
+    hyps = [Tokenizer("en")("a man rides a bike on the street ."), Tokenizer("en")("two dogs play in snow .")]
+    score = bleu(hyps, refs)
+    expected = sacrebleu.corpus_bleu([detokenize(h) for h in hyps], [refs], lowercase=True).score
+    assert score.sacrebleu == pytest.approx(expected)
+    tokenized = sacrebleu.corpus_bleu([" ".join(h) for h in hyps], [[" ".join(Tokenizer("en")(r)) for r in refs]],
+                                      tokenize="none").score
+    assert score.tokenized == pytest.approx(tokenized)
+    assert "case:lc" in score.signature and "tok:13a" in score.signature and "tok:none" in score.tokenized_signature
+    assert 0 < score.tokenized < 100
+    perfect = bleu([Tokenizer("en")(r) for r in refs], refs)
+    assert perfect.sacrebleu == pytest.approx(100) and perfect.tokenized == pytest.approx(100)
+
+
+def test_bleu_rejects_mismatched_or_empty_inputs():
+    with pytest.raises(ValueError, match="2 hypotheses but 1 references"):
+        bleu([["a"], ["b"]], ["a"])
+    with pytest.raises(ValueError, match="references is empty"):
+        bleu([], [])
+
+
+def test_batched_translation_keeps_each_sentence_in_its_place(finished_run):
+    model, data = finished_run.model, finished_run.data
+    sentences = [de for de, _ in offline_corpus(9, seed=7)] + ["Ein Hund."]
+    together = translate_tokens(model, sentences, data.src_tok, data.src_vocab, data.tgt_vocab, beam_size=2,
+                                batch_size=4)
+    alone = [translate_tokens(model, [s], data.src_tok, data.src_vocab, data.tgt_vocab, beam_size=2)[0]
+             for s in sentences]
+    assert together == alone
+    ids = data.src_vocab.encode(data.src_tok(sentences[0]))
+    src = torch.tensor([ids])
+    best = beam_search(model, src, padding_mask(src, data.src_vocab.pad_idx), int(1.5 * len(ids)) + 10,
+                       data.tgt_vocab.bos_idx, data.tgt_vocab.eos_idx, beam_size=2)[0]
+    assert together[0] == data.tgt_vocab.decode(best)
+
+
+def test_translate_takes_text_and_uses_the_vocabularies_the_model_carries(finished_run):
+    model, *_ = load_checkpoint(finished_run.path)
+    one = translate(model, "Ein kleiner Hund läuft im Schnee.", beam_size=1)
+    many = translate(model, ["Ein kleiner Hund läuft im Schnee.", "Zwei Katzen schlafen."], beam_size=1)
+    assert isinstance(one, str) and one == many[0] and len(many) == 2
+    with pytest.raises(TypeError, match="list of strings"):
+        translate_tokens(model, "Ein Hund.", *model.vocabs[:0], Tokenizer("de"), *model.vocabs)
+    with pytest.raises(TypeError, match="sentence must be a string"):
+        translate(model, [1, 2])
+    bare = tr.make_model(5, 5, 1, 16, 32, 2)
+    with pytest.raises(ValueError, match="carries no vocabularies"):
+        translate(bare, "Ein Hund.")
+
+
+# ---- attention maps
+
+
+@pytest.fixture(scope="module")
+def maps(finished_run):
+    model, data = finished_run.model, finished_run.data
+    src_tokens = data.src_tok("Ein großer Hund spielt im Park.")
+    tgt_tokens = ["<s>", "a", "big", "dog"]
+    return (src_tokens, tgt_tokens,
+            attention_maps(model, data.src_vocab.encode(src_tokens), data.tgt_vocab.encode(tgt_tokens)))
+
+
+def test_attention_maps_have_queries_as_rows_and_keys_as_columns(finished_run, maps):
+    src_tokens, tgt_tokens, m = maps
+    S, T, L, H = len(src_tokens), len(tgt_tokens), TINY.n_layers, TINY.n_heads
+    assert m["encoder"].shape == (L, H, S, S)
+    assert m["decoder"].shape == (L, H, T, T)
+    assert m["cross"].shape == (L, H, T, S)  # target rows x source columns
+    for weights in m.values():
+        assert torch.allclose(weights.sum(-1), torch.ones(weights.shape[:-1]), atol=1e-5)
+    assert m["decoder"].triu(diagonal=1).abs().max() == 0
+    layer = finished_run.model.decoder.layers[-1]
+    assert torch.equal(m["cross"][-1], layer.src_attn.attn[0].cpu())  # exactly what the module kept
+
+
+def test_attention_frame_labels_rows_and_columns_by_side(maps):
+    src_tokens, tgt_tokens, m = maps
+    frame = attention_frame(m, src_tokens, tgt_tokens)
+    cross = frame[frame["kind"] == "cross"]
+    assert set(cross["query"]) == {f"{i} {t}" for i, t in enumerate(tgt_tokens)}
+    assert set(cross["key"]) == {f"{j} {t}" for j, t in enumerate(src_tokens)}
+    assert set(cross["query_side"]) == {"target"} and set(cross["key_side"]) == {"source"}
+    row = cross[(cross["head"] == 2) & (cross["query_pos"] == 3) & (cross["key_pos"] == 1)]
+    assert row["weight"].item() == pytest.approx(m["cross"][0, 1, 3, 1].item())
+    enc = frame[frame["kind"] == "encoder"]
+    assert set(enc["query_side"]) == set(enc["key_side"]) == {"source"}
+    assert len(frame) == sum(w.numel() for w in m.values())
+    with pytest.raises(ValueError, match="cross maps are 4 x 7, but there are 3 target"):
+        attention_frame({"cross": m["cross"]}, src_tokens, tgt_tokens[:3])
+
+
+@pytest.mark.parametrize("kind", list(ATTENTION_AXES))
+def test_static_grid_puts_the_right_tokens_on_each_axis(maps, kind):
+    src_tokens, tgt_tokens, m = maps
+    fig = plot_attention_grid(m, kind, src_tokens, tgt_tokens)
+    rows, cols = ATTENTION_AXES[kind]
+    tokens = {"source": src_tokens, "target": tgt_tokens}
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == tokens[rows]
+    assert [t.get_text() for t in ax.get_xticklabels()] == tokens[cols]
+    assert rows in ax.get_ylabel() and cols in ax.get_xlabel()
+    assert len(fig.axes) == TINY.n_layers * TINY.n_heads
+    plt.close(fig)
+
+
+def test_interactive_chart_has_the_right_axes_and_tooltips(maps):
+    src_tokens, tgt_tokens, m = maps
+    spec = attention_chart(attention_frame(m, src_tokens, tgt_tokens), "cross").to_dict()
+    encoding = spec["spec"]["encoding"]
+    assert encoding["y"]["title"] == "target (query)" and encoding["x"]["title"] == "source (key)"
+    assert {t.get("title", t["field"]) for t in encoding["tooltip"]} >= {"target (query)", "source (key)", "weight"}
+    with pytest.raises(ValueError, match="kind must be one of"):
+        attention_chart(attention_frame(m, src_tokens, tgt_tokens), "self")
+
+
+# ---- command lines
+
+
+def test_train_and_translate_commands(tmp_path, monkeypatch, capsys, data):
+    monkeypatch.setattr(tr, "prepare_data", lambda recipe, root=None, download=True: data)
+    monkeypatch.setitem(tr.RECIPES, "smoke", replace(TINY, epochs=1))
+    assert train_cli.main(["multi30k", "--budget", "smoke", "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "test2016 (10 pairs), beam 2: sacreBLEU" in out and f"model: {tmp_path / 'run' / 'model.safetensors'}" in out
+    assert translate_cli.main(["--checkpoint", str(tmp_path / "run" / "model.safetensors"), "--beam", "1",
+                               "Ein Hund.", "Zwei Katzen."]) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == 2
+
+
+def test_translate_command_without_a_model_says_how_to_get_one(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit, match="train one with `python -m transformer_lib.train multi30k"):
+        translate_cli.main(["Ein Hund."])
+    with pytest.raises(SystemExit, match="no such file"):
+        translate_cli.main(["--checkpoint", "missing.safetensors", "Ein Hund."])
+
+
+def test_a_shared_vocabulary_recipe_needs_data_with_one_vocabulary(data, tmp_path):
+    with pytest.raises(ValueError, match="shared_vocab is True but data has two vocabularies"):
+        train_translation(replace(TINY, shared_vocab=True), tmp_path, data=data, progress=False, log=quiet)
