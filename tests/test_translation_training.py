@@ -292,7 +292,7 @@ def test_train_and_translate_commands(tmp_path, monkeypatch, capsys, data):
 
 
 def test_translate_command_without_a_model_says_how_to_get_one(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(tr, "pretrained_path", lambda: tmp_path / "missing.safetensors")
     with pytest.raises(SystemExit, match="train one with `python -m transformer_lib.train multi30k"):
         translate_cli.main(["Ein Hund."])
     with pytest.raises(SystemExit, match="no such file"):
@@ -302,3 +302,89 @@ def test_translate_command_without_a_model_says_how_to_get_one(tmp_path, monkeyp
 def test_a_shared_vocabulary_recipe_needs_data_with_one_vocabulary(data, tmp_path):
     with pytest.raises(ValueError, match="shared_vocab is True but data has two vocabularies"):
         train_translation(replace(TINY, shared_vocab=True), tmp_path, data=data, progress=False, log=quiet)
+
+
+# ---- distributed data parallel
+
+
+def _ddp_worker(rank, world, init_file, recipe, out_dir):
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
+    try:
+        train_translation(recipe, out_dir, data=offline_data(recipe), progress=False, log=quiet, device="cpu")
+    finally:
+        dist.destroy_process_group()
+
+
+def test_two_processes_train_like_one_process_with_both_batches(data, tmp_path):
+    import torch.multiprocessing as mp
+
+    recipe = replace(TINY, dropout=0.0)  # dropout masks differ between processes; without it all is deterministic
+    mp.spawn(_ddp_worker, args=(2, str(tmp_path / "init"), recipe, str(tmp_path / "ddp")), nprocs=2, join=True)
+    single = train_translation(replace(recipe, accum_steps=2), tmp_path / "single", data=data, progress=False,
+                               log=quiet, device="cpu")
+    ddp_model, _, _, info = load_checkpoint(tmp_path / "ddp" / "epoch_002.safetensors")
+    one_model, _, _, one_info = load_checkpoint(tmp_path / "single" / "epoch_002.safetensors")
+    assert info["step"] == one_info["step"] == single.history[-1]["step"]
+    assert info["train_loss"] == pytest.approx(one_info["train_loss"], abs=2e-4)
+    assert info["val_loss"] == pytest.approx(one_info["val_loss"], abs=2e-4)
+    for (name, p), q in zip(ddp_model.named_parameters(), one_model.parameters()):
+        assert torch.allclose(p, q, atol=1e-4), name
+    assert (tmp_path / "ddp" / "model.safetensors").is_file()
+
+
+def test_evaluate_command_prints_both_metrics(finished_run, tmp_path, monkeypatch, capsys):
+    from transformer_lib import evaluate as evaluate_cli
+
+    monkeypatch.setattr(tr, "load_multi30k", lambda split, root=None, download=True: offline_corpus(12, seed=5))
+    assert evaluate_cli.main(["--checkpoint", str(finished_run.path), "--split", "val", "--beam", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "Multi30k val (12 pairs), beam 2" in out
+    assert "sacreBLEU" in out and "nrefs:1|case:lc|eff:no|tok:13a" in out and "tok:none" in out
+    unavailable = tr.DataUnavailable("put the files in X")
+    monkeypatch.setattr(tr, "load_multi30k", lambda *a, **k: (_ for _ in ()).throw(unavailable))
+    with pytest.raises(SystemExit, match="put the files in X"):
+        evaluate_cli.main(["--checkpoint", str(finished_run.path)])
+
+
+# ---- the shipped model
+
+
+def test_float16_checkpoint_halves_the_file_and_loads_back_as_float32(finished_run, tmp_path):
+    model, src_vocab, tgt_vocab, _ = load_checkpoint(finished_run.path)
+    full = save_checkpoint(tmp_path / "full.safetensors", model, src_vocab, tgt_vocab)
+    half = save_checkpoint(tmp_path / "half.safetensors", model, src_vocab, tgt_vocab, dtype=torch.float16, note=1)
+    assert half.stat().st_size < 0.6 * full.stat().st_size
+    loaded, _, _, info = load_checkpoint(half)
+    assert info == {"note": 1}
+    for (name, p), q in zip(model.named_parameters(), loaded.parameters()):
+        assert q.dtype == torch.float32 and torch.equal(p.half().float(), q), name
+    assert next(model.parameters()).dtype == torch.float32  # the saved model itself is untouched
+
+
+def test_the_shipped_model_loads_without_pickle_and_translates():
+    from safetensors import safe_open
+
+    path = tr.pretrained_path()
+    assert path.is_file() and path.stat().st_size < 30e6
+    with safe_open(str(path), "pt") as handle:
+        assert {handle.get_slice(k).get_dtype() for k in handle.keys()} == {"F16"}
+    best = tr.pretrained()
+    assert not best.model.training and next(best.model.parameters()).dtype == torch.float32
+    assert best.info["recipe"] == RECIPES["full"].to_dict()
+    assert best.src_tok("Ein Hund.") == ["ein", "hund", "."]
+    english = translate(best.model, "Ein Hund rennt durch den Schnee.").lower()
+    assert "dog" in english and "snow" in english
+
+
+def test_a_missing_shipped_model_says_what_to_do(tmp_path, monkeypatch):
+    monkeypatch.setattr(tr, "pretrained_path", lambda: tmp_path / "gone.safetensors")
+    with pytest.raises(FileNotFoundError, match="installed without its data"):
+        tr.pretrained()
+
+
+def test_translate_command_uses_the_shipped_model_by_default(capsys):
+    assert translate_cli.main(["--beam", "1", "Zwei Hunde spielen im Schnee."]) == 0
+    assert "snow" in capsys.readouterr().out.lower()

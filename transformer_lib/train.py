@@ -10,7 +10,10 @@ command prints its progress and the exact-sequence accuracy on 1,000 held-out te
 `multi30k` trains chapter 6's German-to-English model by the recipe of a run budget, writing a checkpoint per
 epoch to --out (default runs/multi30k-BUDGET); run the same command again to resume an interrupted run. It ends
 with validation and test2016 BLEU, and the path of model.safetensors, which `python -m transformer_lib.translate
---checkpoint PATH` uses.
+--checkpoint PATH` uses. Under torchrun it trains with DistributedDataParallel, a process per device:
+
+    torchrun --nproc_per_node=2 -m transformer_lib.train multi30k --budget full          # 2 processes (CPU: gloo)
+    torchrun --nnodes=2 --node_rank=0 --master_addr=HOST --nproc_per_node=8 -m transformer_lib.train multi30k ...
 """
 from __future__ import annotations
 
@@ -52,26 +55,55 @@ def copy_command(args: argparse.Namespace) -> int:
 
 
 def multi30k_command(args: argparse.Namespace) -> int:
+    import os
+
+    import torch.distributed as dist
+
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    if world > 1:  # started by torchrun: one process per device, DistributedDataParallel
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        if args.device in ("auto", "cuda") and torch.cuda.is_available():
+            torch.cuda.set_device(local)
+            args.device = f"cuda:{local}"
+        elif args.device == "auto":
+            args.device = "cpu"
+        if not args.device.startswith("cuda"):  # share the cores instead of each process taking all of them
+            per_node = int(os.environ.get("LOCAL_WORLD_SIZE", world))
+            torch.set_num_threads(max(1, (os.cpu_count() or 1) // per_node))
+        dist.init_process_group("nccl" if args.device.startswith("cuda") else "gloo")
+    try:
+        return _multi30k(args, rank, world)
+    finally:
+        if world > 1:
+            dist.destroy_process_group()
+
+
+def _multi30k(args: argparse.Namespace, rank: int, world: int) -> int:
     from dataclasses import replace
     from pathlib import Path
 
     from transformer_lib.runtime import run_budget
     from transformer_lib.translation import RECIPES, evaluate_bleu, prepare_data, train_translation
 
+    say = print if rank == 0 else (lambda *a, **k: None)
     budget = args.budget or run_budget()
     recipe = RECIPES[budget] if args.epochs is None else replace(RECIPES[budget], epochs=args.epochs)
     out = Path(args.out or f"runs/multi30k-{budget}")
-    device = _device(args.device)
+    device = torch.device(args.device) if args.device.startswith("cuda:") else _device(args.device)
     data = prepare_data(recipe)
-    print(f"budget {budget} on {device}: {data.source}, {len(data.train):,} training pairs, vocabularies "
-          f"{len(data.src_vocab):,} / {len(data.tgt_vocab):,} tokens; checkpoints in {out}", flush=True)
-    print(f"recipe: {recipe}", flush=True)
+    processes = f" x {world} processes" if world > 1 else ""
+    say(f"budget {budget} on {device}{processes}: {data.source}, {len(data.train):,} training pairs, "
+        f"vocabularies {len(data.src_vocab):,} / {len(data.tgt_vocab):,} tokens; checkpoints in {out}", flush=True)
+    say(f"recipe: {recipe}", flush=True)
     try:
         run = train_translation(recipe, out, data=data, resume=not args.no_resume, device=device,
                                 progress=not args.quiet, log=lambda line: tqdm.write(line))
     except KeyboardInterrupt:
-        print(f"\ninterrupted: the finished epochs are saved in {out}; run the same command to resume")
+        say(f"\ninterrupted: the finished epochs are saved in {out}; run the same command to resume")
         return 130
+    if rank != 0:
+        return 0
     test = evaluate_bleu(run.model, data.test, data.src_tok, data.src_vocab, data.tgt_vocab, recipe.beam_size,
                          recipe.length_penalty, recipe.lower)
     print(f"kept: {run.scores['kept']}; test2016 ({len(data.test):,} pairs), beam {recipe.beam_size}: {test}")
@@ -94,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
                       help="which recipe (default: BOOK_BUDGET, else book.yml)")
     m30k.add_argument("--out", default=None, help="checkpoint folder (default runs/multi30k-BUDGET)")
     m30k.add_argument("--epochs", type=int, default=None, help="override the recipe's number of epochs")
+    m30k.add_argument("--resume", action="store_true", default=True,
+                      help="continue the run in --out after its last finished epoch (the default)")
     m30k.add_argument("--no-resume", action="store_true", help="start over even if --out holds a run")
     m30k.add_argument("--device", choices=["auto", "cpu", "cuda", "mps"], default="auto",
                       help="where to train (default auto: CUDA, else MPS, else CPU)")

@@ -146,6 +146,18 @@ def loss_sum(model: EncoderDecoder, batch: Batch, criterion) -> torch.Tensor:
     return criterion(log_probs.reshape(-1, log_probs.size(-1)), batch.tgt_out.reshape(-1))
 
 
+def _world_size(model) -> int:
+    """Number of processes `model` trains in: theirs under DistributedDataParallel, else 1."""
+    return torch.distributed.get_world_size() if isinstance(model, nn.parallel.DistributedDataParallel) else 1
+
+
+def _all_reduce_sum(value: float, device) -> float:
+    """The sum of `value` over all processes."""
+    t = torch.tensor(value, dtype=torch.float64 if device.type != "mps" else torch.float32, device=device)
+    torch.distributed.all_reduce(t)
+    return t.item()
+
+
 def train_epoch(model: EncoderDecoder, batches, criterion, optimizer, scheduler=None, accum_steps: int = 1,
                 clip_norm: float | None = 1.0, history: list | None = None, progress=True,
                 desc: str = "train") -> float:
@@ -154,6 +166,8 @@ def train_epoch(model: EncoderDecoder, batches, criterion, optimizer, scheduler=
     Gradient accumulation is exact: the micro-batches of one step are weighted by their share of that step's
     tokens, so k micro-batches give the same update as one batch holding all of them; the scheduler moves once
     per optimizer step, not per micro-batch. Each step appends {step, loss, lr, tokens} to `history`.
+    Under DistributedDataParallel (`model` wrapped in it) the token count of a step is summed over all processes,
+    so that N processes take the step one process would take on all N processes' batches.
     `progress` is True for a progress bar of this epoch, False for none, or a tqdm bar to advance (and not close).
     """
     if accum_steps < 1:
@@ -164,14 +178,18 @@ def train_epoch(model: EncoderDecoder, batches, criterion, optimizer, scheduler=
     own_bar = not isinstance(progress, tqdm)
     bar = tqdm(desc=desc, unit="step", disable=not progress, mininterval=1.0) if own_bar else progress
     while group := list(itertools.islice(batches, accum_steps)):
-        n_tokens = sum(b.n_tokens for b in group)
+        n_tokens, world = sum(b.n_tokens for b in group), _world_size(model)
+        if world > 1:  # DDP averages gradients over processes: weight each by world / (all processes' tokens)
+            n_tokens = int(_all_reduce_sum(float(n_tokens), group[0].src.device))
         if n_tokens == 0:
             raise ValueError("a step's batches hold no target tokens (all padding)")
         step_loss = 0.0
         for batch in group:
-            loss = loss_sum(model, batch, criterion) / n_tokens  # this micro-batch's share of the step's mean
+            loss = loss_sum(model, batch, criterion) * world / n_tokens  # this micro-batch's share of the step's mean
             loss.backward()
-            step_loss += loss.item()
+            step_loss += loss.item() / world
+        if world > 1:
+            step_loss = _all_reduce_sum(step_loss, group[0].src.device)
         if clip_norm is not None:
             nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
         lr = optimizer.param_groups[0]["lr"]

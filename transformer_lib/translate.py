@@ -5,8 +5,8 @@
     echo "Zwei Männer spielen Fußball." | python -m transformer_lib.translate --checkpoint runs/multi30k-cpu/model.safetensors
 
 Sentences come from the arguments, else one per line from standard input. The model is the checkpoint given
-with --checkpoint, else the first of DEFAULT_CHECKPOINTS that exists (written by
-`python -m transformer_lib.train multi30k`).
+with --checkpoint (e.g. runs/multi30k-cpu/model.safetensors, written by `python -m transformer_lib.train
+multi30k`), else the one shipped with the package (transformer_lib.translation.pretrained()).
 """
 from __future__ import annotations
 
@@ -14,27 +14,26 @@ import argparse
 import sys
 from pathlib import Path
 
-DEFAULT_CHECKPOINTS = [Path("runs/multi30k-full/model.safetensors"), Path("runs/multi30k-cpu/model.safetensors")]
-
-
 def find_checkpoint(path: str | None) -> Path:
-    """The checkpoint to use: `path`, else the first default that exists; SystemExit saying what to do otherwise."""
+    """The checkpoint to use: `path`, else the shipped model; SystemExit saying what to do otherwise."""
+    from transformer_lib.translation import pretrained_path
+
     if path is not None:
         if not Path(path).is_file():
             raise SystemExit(f"error: --checkpoint {path}: no such file")
         return Path(path)
-    for candidate in DEFAULT_CHECKPOINTS:
-        if candidate.is_file():
-            return candidate
-    raise SystemExit("error: no trained model found at " + " or ".join(map(str, DEFAULT_CHECKPOINTS)) +
-                     "; train one with `python -m transformer_lib.train multi30k --budget cpu`, "
-                     "or pass --checkpoint PATH")
+    if not pretrained_path().is_file():
+        raise SystemExit(f"error: the shipped model {pretrained_path()} is missing; reinstall transformer_lib, "
+                         "or train one with `python -m transformer_lib.train multi30k --budget cpu` and pass "
+                         "--checkpoint runs/multi30k-cpu/model.safetensors")
+    return pretrained_path()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m transformer_lib.translate", description=__doc__.split("\n")[0])
     parser.add_argument("sentences", nargs="*", help="German sentences (default: read lines from stdin)")
-    parser.add_argument("--checkpoint", default=None, help="a model.safetensors written by the train command")
+    parser.add_argument("--checkpoint", default=None,
+                        help="a model.safetensors written by the train command (default: the shipped model)")
     parser.add_argument("--beam", type=int, default=5, help="beam size; 1 for greedy decoding (default 5)")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda", "mps"], default="auto",
                         help="where to run (default auto: CUDA, else MPS, else CPU)")

@@ -35,6 +35,10 @@ __all__ = [
     'average_checkpoints',
     'TrainingRun',
     'train_translation',
+    'PRETRAINED_FILE',
+    'Pretrained',
+    'pretrained_path',
+    'pretrained',
     'attention_maps',
     'ATTENTION_AXES',
     'attention_frame',
@@ -43,6 +47,7 @@ __all__ = [
 ]
 
 # %% notebooks/06_translation.ipynb cell 2
+import copy
 import gzip
 import hashlib
 import json
@@ -53,8 +58,10 @@ import time
 from collections import Counter
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
+from torch import nn
 
 from transformer_lib.attention import padding_mask, scaled_dot_product_attention, subsequent_mask
 from transformer_lib.model import EncoderDecoder, make_model
@@ -462,9 +469,13 @@ def beam_search(model, src, src_mask, max_len: int, start_symbol: int, end_symbo
 
 
 # %% notebooks/06_translation.ipynb cell 28
-def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab, **info) -> Path:
+def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab, dtype: torch.dtype | None = None,
+                    **info) -> Path:
     """Write one .safetensors file: the weights (a tied tensor once), and as metadata the model's ModelConfig,
     both vocabularies and `info` (JSON-serializable, e.g. step and validation loss).
+
+    `dtype` (e.g. torch.float16) stores the weights in that type, half the size for float16; load_checkpoint
+    turns them back into the model's float32.
 
     The file is written under a temporary name and renamed, so a crash never leaves half a checkpoint.
     Loading it runs no pickle.
@@ -475,6 +486,8 @@ def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab, **info) -> 
         raise ValueError("model has no config; build it with make_model or build_model")
     metadata = {"config": model.config.to_json(), "src_vocab": src_vocab.to_json(),
                 "tgt_vocab": tgt_vocab.to_json(), "info": json.dumps(info)}
+    if dtype is not None:
+        model = copy.deepcopy(model).to(dtype)
     return _write_atomically(path, lambda tmp: save_model(model, str(tmp), metadata))
 
 
@@ -653,6 +666,7 @@ class Recipe:
     warmup: int = 2000
     smoothing: float = 0.1
     clip_norm: float | None = 1.0
+    accum_steps: int = 1  # batches per optimizer step (per process, under DistributedDataParallel)
     seed: int = 0
     # evaluation
     beam_size: int = 5
@@ -662,7 +676,7 @@ class Recipe:
 
     def __post_init__(self):
         for name in ("n_layers", "d_model", "d_ff", "n_heads", "min_freq", "max_tokens", "epochs", "warmup",
-                     "beam_size", "average_last", "bleu_every"):
+                     "accum_steps", "beam_size", "average_last", "bleu_every"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
@@ -817,10 +831,19 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
     continues from its last finished epoch, with the same data order and dropout: it ends where an uninterrupted
     run ends. At the end the last `average_last` checkpoints are averaged; whichever of average and last epoch
     scores the higher validation BLEU (beam search) is written to `model.safetensors`.
+
+    Under torch.distributed (e.g. started by torchrun) every process trains a DistributedDataParallel replica on
+    its share of each epoch's batches (process r takes batches r, r + N, r + 2N, ...), so one optimizer step sees
+    N x accum_steps batches; process 0 alone evaluates BLEU and writes files.
     """
+    import torch.distributed as dist
     from transformer_lib.runtime import default_device, seed_everything
 
     device = torch.device(device) if device is not None else default_device()
+    distributed = dist.is_available() and dist.is_initialized()
+    rank, world = (dist.get_rank(), dist.get_world_size()) if distributed else (0, 1)
+    if rank != 0:
+        log = lambda *_: None  # noqa: E731 - one voice
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     data = data if data is not None else prepare_data(recipe)
@@ -831,6 +854,7 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
     model = make_model(len(src_vocab), len(tgt_vocab), recipe.n_layers, recipe.d_model, recipe.d_ff, recipe.n_heads,
                        recipe.dropout, norm_first=recipe.norm_first, share_embeddings=recipe.shared_vocab,
                        pad_idx=pad).to(device)
+    trained = nn.parallel.DistributedDataParallel(model) if distributed else model
     criterion = LabelSmoothing(len(tgt_vocab), pad, recipe.smoothing)
     optimizer, scheduler = make_optimizer(model, recipe.d_model, recipe.factor, recipe.warmup)
     val_examples = encode_pairs(data.val, data.src_tok, data.tgt_tok, src_vocab, tgt_vocab)
@@ -843,13 +867,18 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
         log(f"resuming {out_dir} after epoch {done} ({seconds:.0f}s of training so far)")
     for epoch in range(first, recipe.epochs + 1):
         start = time.perf_counter()
-        batches = [b.to(device) for b in bucket_batches(data.train, recipe.max_tokens, pad, seed=recipe.seed + epoch)]
-        train_loss = train_epoch(model, batches, criterion, optimizer, scheduler, clip_norm=recipe.clip_norm,
-                                 progress=progress, desc=f"epoch {epoch}")
+        torch.manual_seed(recipe.seed * 100_003 + epoch * 1_009 + rank)  # dropout: per epoch and process
+        batches = bucket_batches(data.train, recipe.max_tokens, pad, seed=recipe.seed + epoch)
+        per_step = world * recipe.accum_steps  # every process takes the same number of steps
+        batches = [b.to(device) for b in batches[: len(batches) // per_step * per_step][rank::world]]
+        train_loss = train_epoch(trained, batches, criterion, optimizer, scheduler, recipe.accum_steps,
+                                 clip_norm=recipe.clip_norm, progress=progress and rank == 0, desc=f"epoch {epoch}")
         val_loss = evaluate(model, val_batches, criterion)
         seconds += time.perf_counter() - start
         entry = {"epoch": epoch, "step": scheduler.last_epoch, "seconds": round(seconds, 1),
                  "train_loss": round(train_loss, 4), "val_loss": round(val_loss, 4)}
+        if rank != 0:
+            continue
         if epoch % recipe.bleu_every == 0 or epoch == recipe.epochs:
             entry["val_bleu"] = round(evaluate_bleu(model, data.val, data.src_tok, src_vocab, tgt_vocab, 1,
                                                     lowercase=recipe.lower).tokenized, 2)
@@ -860,7 +889,13 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
         _save_state(state_path, model, optimizer, scheduler, recipe, epoch, history, seconds)
         stale = out_dir / f"epoch_{epoch - recipe.average_last:03d}.safetensors"
         stale.unlink(missing_ok=True)
-    return _finish(recipe, out_dir, data, history, device, log)
+    if rank != 0:  # process 0 averages, scores and writes the final model
+        dist.barrier()
+        return TrainingRun(model, data, history, {}, out_dir / "model.safetensors")
+    run = _finish(recipe, out_dir, data, history, device, log)
+    if distributed:
+        dist.barrier()
+    return run
 
 
 def _finish(recipe: Recipe, out_dir: Path, data: TranslationData, history: list, device, log) -> TrainingRun:
@@ -892,7 +927,40 @@ def _finish(recipe: Recipe, out_dir: Path, data: TranslationData, history: list,
     return TrainingRun(model, data, history, scores, final)
 
 
-# %% notebooks/06_translation.ipynb cell 55
+# %% notebooks/06_translation.ipynb cell 51
+PRETRAINED_FILE = "multi30k_de_en.safetensors"
+
+
+class Pretrained(NamedTuple):
+    """The shipped model with what it needs to read German and write English."""
+    model: EncoderDecoder  # carries its vocabularies, so translate(model, sentence) works
+    src_tok: Tokenizer
+    tgt_tok: Tokenizer
+    info: dict  # the recipe, the training history and the scores of the run that made it
+
+
+def pretrained_path() -> Path:
+    """Where the package keeps the shipped checkpoint."""
+    from importlib.resources import files
+
+    return Path(str(files("transformer_lib") / "pretrained" / PRETRAINED_FILE))
+
+
+def pretrained(device="cpu") -> Pretrained:
+    """The German-to-English model this book trained with RECIPES["full"], shipped inside the package.
+
+    A float16 safetensors file (no pickle) holding the weights, the config and both vocabularies; the model comes
+    back in float32 and eval mode.
+    """
+    path = pretrained_path()
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: this copy of transformer_lib was installed without its data; "
+                                "reinstall it, or train a model with `python -m transformer_lib.train multi30k`")
+    model, _, _, info = load_checkpoint(path, device)
+    return Pretrained(model, Tokenizer("de", lower=model.lower), Tokenizer("en", lower=model.lower), info)
+
+
+# %% notebooks/06_translation.ipynb cell 58
 @torch.no_grad()
 def attention_maps(model, src_ids: list[int], tgt_ids: list[int]) -> dict[str, torch.Tensor]:
     """Attention weights of every layer and head while the model reads one sentence pair.
