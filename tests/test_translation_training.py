@@ -388,3 +388,23 @@ def test_a_missing_shipped_model_says_what_to_do(tmp_path, monkeypatch):
 def test_translate_command_uses_the_shipped_model_by_default(capsys):
     assert translate_cli.main(["--beam", "1", "Zwei Hunde spielen im Schnee."]) == 0
     assert "snow" in capsys.readouterr().out.lower()
+
+
+def test_ctrl_c_in_the_middle_of_an_epoch_loses_only_that_epoch(data, finished_run, tmp_path, monkeypatch):
+    real_train_epoch, calls = tr.train_epoch, []
+
+    def interrupted(*args, **kwargs):  # epoch 2 is stopped by Ctrl-C halfway through its batches
+        calls.append(1)
+        if len(calls) == 2:
+            real_train_epoch(args[0], args[1][: len(args[1]) // 2], *args[2:], **kwargs)
+            raise KeyboardInterrupt
+        return real_train_epoch(*args, **kwargs)
+
+    monkeypatch.setattr(tr, "train_epoch", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        train_translation(TINY, tmp_path, data=data, progress=False, log=quiet, device="cpu")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["epoch_001.safetensors", "state.safetensors"]
+    monkeypatch.setattr(tr, "train_epoch", real_train_epoch)
+    resumed = train_translation(TINY, tmp_path, data=data, progress=False, log=quiet, device="cpu")
+    for a, b in zip(resumed.model.state_dict().values(), finished_run.model.state_dict().values()):
+        assert torch.equal(a, b)
