@@ -136,3 +136,15 @@ def test_bad_config_values_are_rejected(kwargs, message):
 def test_unknown_config_keys_are_rejected():
     with pytest.raises(ValueError, match="unknown ModelConfig keys: heads"):
         ModelConfig.from_dict({"src_vocab": 5, "tgt_vocab": 5, "heads": 8})
+
+
+def test_empty_or_malformed_token_batches_are_rejected_naming_the_argument():
+    model = make_model(11, 11, 1, 16, 32, 2, 0.0, pad_idx=0).eval()
+    src, tgt = torch.randint(1, 11, (2, 5)), torch.randint(1, 11, (2, 4))
+    with pytest.raises(ValueError, match=r"src must be a non-empty \(batch, length\) tensor.*\(0, 5\)"):
+        model(src[:0], tgt[:0])
+    with pytest.raises(ValueError, match=r"src must be a non-empty .*got shape \(5,\)"):
+        model.encode(src[0])
+    memory = model.encode(src)
+    with pytest.raises(ValueError, match=r"tgt must be a non-empty .*got shape \(2, 0\)"):
+        model.decode(memory, None, tgt[:, :0])

@@ -190,3 +190,11 @@ def test_train_copy_cli_runs_and_reports_accuracy():
     assert out.returncode == 0, out.stderr
     assert "step    20: val loss" in out.stdout and "step    40: val loss" in out.stdout
     assert "test accuracy (1,000 held-out sequences):" in out.stdout
+
+
+def test_batch_rejects_float_token_ids_naming_the_argument():
+    src, tgt = torch.randint(2, 9, (2, 4)), torch.randint(2, 9, (2, 5))
+    with pytest.raises(TypeError, match="src must hold integer token ids"):
+        Batch(src.float(), tgt)
+    with pytest.raises(TypeError, match="tgt must hold integer token ids"):
+        Batch(src, tgt.bool())

@@ -118,9 +118,13 @@ class EncoderDecoder(nn.Module):
         self.config = config
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
+        if src.dim() != 2 or src.numel() == 0:
+            raise ValueError(f"src must be a non-empty (batch, length) tensor of token ids, got shape {tuple(src.shape)}")
         return self.encoder(self.src_embed(src), src_mask)  # (B, Ls, d_model): the memory
 
     def decode(self, memory, src_mask, tgt, tgt_mask=None):
+        if tgt.dim() != 2 or tgt.numel() == 0:
+            raise ValueError(f"tgt must be a non-empty (batch, length) tensor of token ids, got shape {tuple(tgt.shape)}")
         if memory.size(0) != tgt.size(0):
             raise ValueError(f"memory and tgt must have the same batch size, got {memory.size(0)} and {tgt.size(0)}")
         return self.decoder(self.tgt_embed(tgt), memory, src_mask, tgt_mask)  # (B, Lt, d_model)

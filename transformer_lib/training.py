@@ -50,6 +50,9 @@ class Batch:
     """
 
     def __init__(self, src: torch.Tensor, tgt: torch.Tensor | None = None, pad_idx: int = 0):
+        for name, t in (("src", src), ("tgt", tgt)):
+            if t is not None and (t.dtype.is_floating_point or t.dtype.is_complex or t.dtype == torch.bool):
+                raise TypeError(f"{name} must hold integer token ids (torch.long), got dtype {t.dtype}")
         if src.dim() != 2 or src.numel() == 0:
             raise ValueError(f"src must be a non-empty (batch, length) tensor of token ids, got shape {tuple(src.shape)}")
         self.src, self.tgt, self.pad_idx = src, tgt, pad_idx
