@@ -31,7 +31,7 @@ def test_padding_vector_is_zero_and_gets_no_gradient():
 
 @pytest.mark.parametrize("tokens", [torch.tensor([[1.0, 2.0]]), torch.tensor([[True, False]])])
 def test_token_embedding_rejects_non_integer_tokens(tokens):
-    with pytest.raises(TypeError, match="tokens must be integer token ids"):
+    with pytest.raises(TypeError, match="tokens must hold integer token ids"):
         TokenEmbedding(10, 8)(tokens)
 
 

@@ -161,7 +161,7 @@ def test_a_sentence_longer_than_the_budget_gets_its_own_batch():
     batches = bucket_batches(examples, max_tokens=20, pad_idx=1, shuffle=False)
     sizes = sorted(b.tgt.size(1) for b in batches)
     assert sizes[-1] == 52 and sum(b.src.size(0) for b in batches) == 3
-    with pytest.raises(ValueError, match="max_tokens must be positive"):
+    with pytest.raises(ValueError, match="max_tokens must be a positive int"):
         bucket_batches(examples, max_tokens=0, pad_idx=1)
 
 
@@ -266,8 +266,18 @@ def test_truncated_checkpoint_is_reported_never_used(tmp_path):
 
 
 def test_checkpoint_whose_vocabularies_do_not_match_its_config_is_rejected(tmp_path):
+    from safetensors import safe_open
+    from safetensors.torch import save_model
+
     model = small_model()
-    path = save_checkpoint(tmp_path / "m.safetensors", model, vocab_of(13), vocab_of(20))
+    with pytest.raises(ValueError, match="tgt_vocab has 20 tokens, but the model was built for tgt_vocab=13"):
+        save_checkpoint(tmp_path / "m.safetensors", model, vocab_of(13), vocab_of(20))
+    assert not list(tmp_path.iterdir())
+    path = save_checkpoint(tmp_path / "m.safetensors", model, vocab_of(13), vocab_of(13))
+    with safe_open(str(path), "pt") as handle:
+        metadata = handle.metadata()
+    metadata.pop("sha256")  # a file put together by hand, with another vocabulary
+    save_model(model, str(path), {**metadata, "tgt_vocab": vocab_of(20).to_json()})
     with pytest.raises(ValueError, match="do not match the config's src_vocab=13, tgt_vocab=13"):
         load_checkpoint(path)
 

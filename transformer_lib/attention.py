@@ -15,21 +15,21 @@ import math
 import torch
 from torch import nn
 
+from transformer_lib.embeddings import _check_int, _check_probability, _check_vectors
+
 
 # %% notebooks/02_attention.ipynb cell 5
-def _check_mask(mask: torch.Tensor, scores_shape: torch.Size) -> None:
-    """Raise a clear error unless mask is boolean and broadcasts to scores_shape without growing it."""
+def _check_mask(mask: torch.Tensor, scores_shape: torch.Size, name: str = "mask") -> None:
+    """Raise a clear error, naming the argument, unless mask is boolean and broadcasts to scores_shape without growing it."""
     if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
         kind = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
-        raise TypeError(f"mask must be a boolean tensor (True where attention is allowed), got {kind}")
-    try:
-        shape = torch.broadcast_shapes(mask.shape, scores_shape)
-    except RuntimeError:
-        shape = None
-    if shape != scores_shape:
+        raise TypeError(f"{name} must be a boolean tensor (True where attention is allowed), got {kind}")
+    # each of the mask's dimensions, matched from the right, must be 1 or the scores' size
+    fits = mask.dim() <= len(scores_shape) and all(m in (1, s) for m, s in zip(reversed(mask.shape), reversed(scores_shape)))
+    if not fits:
         hint = " (a (B, Lq, Lk) mask needs .unsqueeze(1) to broadcast over heads)" if mask.dim() == 3 and len(scores_shape) == 4 else ""
         raise ValueError(
-            f"mask of shape {tuple(mask.shape)} does not broadcast to the attention scores' shape "
+            f"{name} of shape {tuple(mask.shape)} does not broadcast to the attention scores' shape "
             f"{tuple(scores_shape)} (..., queries, keys){hint}"
         )
 
@@ -49,6 +49,10 @@ def scaled_dot_product_attention(query, key, value, mask=None, dropout=None):
         output: (..., Lq, d_v).
         weights: (..., Lq, Lk), before dropout; rows sum to 1, or are all zero where the mask allows no key.
     """
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if not isinstance(t, torch.Tensor) or t.dim() < 2:
+            got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
+            raise ValueError(f"{name} must be a tensor of shape (..., length, d_k), got {got}")
     if query.size(-1) != key.size(-1):
         raise ValueError(f"query and key must share their last dimension d_k, got {query.size(-1)} and {key.size(-1)}")
     if key.size(-2) != value.size(-2):
@@ -84,8 +88,7 @@ def subsequent_mask(size: int, device=None) -> torch.Tensor:
     Shape:
         output: (1, size, size) boolean.
     """
-    if size < 1:
-        raise ValueError(f"size must be a positive sequence length, got {size}")
+    _check_int("size", size)
     return torch.ones(size, size, dtype=torch.bool, device=device).tril().unsqueeze(0)  # (1, size, size)
 
 
@@ -116,8 +119,9 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.1):
         super().__init__()
-        if n_heads < 1 or d_model < 1:
-            raise ValueError(f"d_model and n_heads must be positive, got d_model={d_model}, n_heads={n_heads}")
+        _check_int("d_model", d_model)
+        _check_int("n_heads", n_heads)
+        _check_probability("dropout", dropout)
         if d_model % n_heads != 0:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}; each head needs d_model // n_heads dimensions")
         self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
@@ -146,8 +150,7 @@ class MultiHeadAttention(nn.Module):
 
     def _check_inputs(self, query, key, value):
         for name, t in (("query", query), ("key", key), ("value", value)):
-            if t.dim() != 3 or t.size(-1) != self.d_model:
-                raise ValueError(f"{name} must have shape (batch, length, d_model={self.d_model}), got {tuple(t.shape)}")
+            _check_vectors(name, t, self.d_model)
         if not query.size(0) == key.size(0) == value.size(0):
             raise ValueError(f"query, key and value must have the same batch size, got {query.size(0)}, {key.size(0)}, {value.size(0)}")
         if key.size(1) != value.size(1):

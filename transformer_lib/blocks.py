@@ -16,7 +16,8 @@ import copy
 import torch
 from torch import nn
 
-from transformer_lib.attention import MultiHeadAttention
+from transformer_lib.attention import MultiHeadAttention, _check_mask
+from transformer_lib.embeddings import _check_int, _check_probability, _check_vectors
 
 
 # %% notebooks/03_blocks.ipynb cell 5
@@ -34,14 +35,22 @@ class LayerNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-6):
         super().__init__()
+        _check_int("d_model", d_model)
+        if not eps > 0:
+            raise ValueError(f"eps must be positive, got {eps!r}")
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(d_model))  # gain, gamma
         self.bias = nn.Parameter(torch.zeros(d_model))  # beta
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self._check_input(x)
         mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
         var = x.var(dim=-1, unbiased=False, keepdim=True)  # (..., 1), biased: divides by d_model
         return self.weight * (x - mean) / torch.sqrt(var + self.eps) + self.bias  # (..., d_model)
+
+    def _check_input(self, x: torch.Tensor) -> None:
+        if x.size(-1) != self.weight.size(0):  # else the weights broadcast against the wrong axis, or fail deep inside
+            raise ValueError(f"x must have last dimension d_model={self.weight.size(0)}, got shape {tuple(x.shape)}")
 
 
 # %% notebooks/03_blocks.ipynb cell 8
@@ -60,11 +69,15 @@ class PositionwiseFeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.1):
         super().__init__()
+        _check_int("d_model", d_model)
+        _check_int("d_ff", d_ff)
+        _check_probability("dropout", dropout)
         self.w_1 = nn.Linear(d_model, d_ff)
         self.w_2 = nn.Linear(d_ff, d_model)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_vectors("x", x, self.w_1.in_features)
         return self.w_2(self.dropout(self.w_1(x).relu()))  # (B, L, d_ff) -> (B, L, d_model)
 
 
@@ -88,6 +101,7 @@ class SublayerConnection(nn.Module):
 
     def __init__(self, d_model: int, dropout: float = 0.1, norm_first: bool = False, eps: float = 1e-6):
         super().__init__()
+        _check_probability("dropout", dropout)
         self.norm = LayerNorm(d_model, eps)
         self.dropout = nn.Dropout(dropout)
         self.norm_first = norm_first
@@ -99,6 +113,21 @@ class SublayerConnection(nn.Module):
 
 
 # %% notebooks/03_blocks.ipynb cell 12
+def _check_layer_inputs(attn: MultiHeadAttention, x, memory=None, **masks) -> None:
+    """Check a layer's inputs and masks by the names the caller knows, before any attention runs."""
+    _check_vectors("x", x, attn.d_model)
+    B, L = x.shape[:2]
+    keys = {"mask": L, "tgt_mask": L}
+    if memory is not None:
+        _check_vectors("memory", memory, attn.d_model)
+        if memory.size(0) != B:
+            raise ValueError(f"memory must have the batch size of x, {B}, got {memory.size(0)}")
+        keys["src_mask"] = memory.size(1)
+    for name, mask in masks.items():
+        if mask is not None:
+            _check_mask(mask, (B, attn.n_heads, L, keys[name]), name)
+
+
 def _torch_layer_options(layer: nn.Module) -> dict:
     """Our constructor's arguments for a torch.nn.Transformer*Layer; it must use batch_first=True and ReLU."""
     relu = getattr(layer, "activation_relu_or_gelu", 0) == 1 or layer.activation is torch.nn.functional.relu
@@ -134,6 +163,7 @@ class EncoderLayer(nn.Module):
         self.sublayers = nn.ModuleList(SublayerConnection(d_model, dropout, norm_first, eps) for _ in range(2))
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        _check_layer_inputs(self.self_attn, x, mask=mask)
         x = self.sublayers[0](x, lambda x: self.self_attn(x, x, x, mask))  # (B, L, d_model)
         return self.sublayers[1](x, self.feed_forward)  # (B, L, d_model)
 
@@ -169,6 +199,7 @@ class DecoderLayer(nn.Module):
         self.sublayers = nn.ModuleList(SublayerConnection(d_model, dropout, norm_first, eps) for _ in range(3))
 
     def forward(self, x, memory, src_mask=None, tgt_mask=None):
+        _check_layer_inputs(self.self_attn, x, memory, src_mask=src_mask, tgt_mask=tgt_mask)
         x = self.sublayers[0](x, lambda x: self.self_attn(x, x, x, tgt_mask))  # (B, Lt, d_model)
         x = self.sublayers[1](x, lambda x: self.src_attn(x, memory, memory, src_mask))  # queries: x; keys, values: memory
         return self.sublayers[2](x, self.feed_forward)  # (B, Lt, d_model)

@@ -25,11 +25,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.beam < 1 or (args.limit is not None and args.limit < 1):
         parser.error("--beam and --limit must be positive")
     from transformer_lib.train import _device
-    from transformer_lib.translate import find_checkpoint
-    from transformer_lib.translation import DataUnavailable, Tokenizer, evaluate_bleu, load_checkpoint, load_multi30k
+    from transformer_lib.translate import find_checkpoint, load_model
+    from transformer_lib.translation import DataUnavailable, Tokenizer, evaluate_bleu, load_multi30k
 
     path = find_checkpoint(args.checkpoint)
-    model, src_vocab, tgt_vocab, _ = load_checkpoint(path, _device(args.device))
+    model, src_vocab, tgt_vocab, _ = load_model(path, _device(args.device))
     try:
         pairs = load_multi30k(args.split)[: args.limit]
     except DataUnavailable as err:

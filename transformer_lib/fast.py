@@ -21,8 +21,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_lib.attention import MultiHeadAttention
+from transformer_lib.attention import MultiHeadAttention, _check_mask
 from transformer_lib.blocks import LayerNorm
+from transformer_lib.embeddings import _check_int
 from transformer_lib.training import LabelSmoothing
 
 
@@ -39,6 +40,8 @@ class FusedMultiHeadAttention(MultiHeadAttention):
     def forward(self, query, key, value, mask=None):
         self._check_inputs(query, key, value)
         B, Lq, d = query.shape
+        if mask is not None:
+            _check_mask(mask, (B, self.n_heads, Lq, key.size(1)))
         if query is key and key is value:  # self-attention: one projection for q, k and v
             weight = torch.cat([self.w_q.weight, self.w_k.weight, self.w_v.weight])  # (3d, d)
             bias = torch.cat([self.w_q.bias, self.w_k.bias, self.w_v.bias])
@@ -63,6 +66,7 @@ class FusedLayerNorm(LayerNorm):
     """Chapter 3's LayerNorm through PyTorch's one-kernel F.layer_norm: same parameters, same formula."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self._check_input(x)
         return F.layer_norm(x, (x.size(-1),), self.weight, self.bias, self.eps)
 
 
@@ -125,9 +129,13 @@ class FastLabelSmoothing(LabelSmoothing):
     one sum per row, the backward pass writes the gradient once; the sums are taken in float32.
     """
 
+    def __init__(self, vocab_size: int, padding_idx: int, smoothing: float = 0.1, spread_over_all: bool = False):
+        if spread_over_all:
+            raise ValueError("FastLabelSmoothing implements spread_over_all=False only; use LabelSmoothing for True")
+        super().__init__(vocab_size, padding_idx, smoothing)
+
     def forward(self, log_probs: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        if self.spread_over_all:
-            raise ValueError("FastLabelSmoothing implements spread_over_all=False only")
+        self._check_inputs(log_probs, target)
         return _SmoothedKL.apply(log_probs.float(), target, self.smoothing, self.padding_idx)
 
 
@@ -142,6 +150,8 @@ def use_fast_path(model: nn.Module, enabled: bool = True, dropout: bool = True) 
     The twins are subclasses with the same parameters and buffers, so the state dict, checkpoints and optimizer
     are untouched; `enabled=False` switches back to the readable classes (needed for attention maps).
     """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
     table = _FAST if enabled else _READABLE
     for module in model.modules():
         cls = type(module)
@@ -152,6 +162,8 @@ def use_fast_path(model: nn.Module, enabled: bool = True, dropout: bool = True) 
 
 def matmul_peak(dtype=torch.float32, size: int = 1024, repeats: int = 10, device="cpu") -> float:
     """Measured FLOP/s of a square matrix multiplication on `device` (the best of `repeats`)."""
+    _check_int("size", size)
+    _check_int("repeats", repeats)
     a = torch.randn(size, size, device=device).to(dtype)
     b = torch.randn(size, size, device=device).to(dtype)
     a @ b  # warm up

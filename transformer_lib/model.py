@@ -20,8 +20,10 @@ from dataclasses import asdict, dataclass, fields
 import torch
 from torch import nn
 
+from transformer_lib.attention import _check_mask
 from transformer_lib.blocks import DecoderLayer, EncoderLayer, LayerNorm
-from transformer_lib.embeddings import LearnedPositionalEmbedding, PositionalEncoding, TokenEmbedding
+from transformer_lib.embeddings import (LearnedPositionalEmbedding, PositionalEncoding, TokenEmbedding, _check_int,
+                                        _check_probability, _check_token_ids)
 
 
 # %% notebooks/04_model.ipynb cell 5
@@ -40,6 +42,7 @@ class Encoder(nn.Module):
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
                  norm_first: bool = False, final_norm: bool | None = None, eps: float = 1e-6):
         super().__init__()
+        _check_int("n_layers", n_layers)
         self.layers = nn.ModuleList(EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first, eps) for _ in range(n_layers))
         self.norm = LayerNorm(d_model, eps) if (norm_first if final_norm is None else final_norm) else nn.Identity()
 
@@ -65,6 +68,7 @@ class Decoder(nn.Module):
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
                  norm_first: bool = False, final_norm: bool | None = None, eps: float = 1e-6):
         super().__init__()
+        _check_int("n_layers", n_layers)
         self.layers = nn.ModuleList(DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first, eps) for _ in range(n_layers))
         self.norm = LayerNorm(d_model, eps) if (norm_first if final_norm is None else final_norm) else nn.Identity()
 
@@ -118,21 +122,41 @@ class EncoderDecoder(nn.Module):
         self.config = config
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
-        if src.dim() != 2 or src.numel() == 0:
-            raise ValueError(f"src must be a non-empty (batch, length) tensor of token ids, got shape {tuple(src.shape)}")
+        self._check_tokens("src", src, self.src_embed)
+        if src_mask is not None and len(self.encoder.layers):
+            n_heads = self.encoder.layers[0].self_attn.n_heads
+            _check_mask(src_mask, (src.size(0), n_heads, src.size(1), src.size(1)), "src_mask")
         return self.encoder(self.src_embed(src), src_mask)  # (B, Ls, d_model): the memory
 
     def decode(self, memory, src_mask, tgt, tgt_mask=None):
-        if tgt.dim() != 2 or tgt.numel() == 0:
-            raise ValueError(f"tgt must be a non-empty (batch, length) tensor of token ids, got shape {tuple(tgt.shape)}")
+        self._check_tokens("tgt", tgt, self.tgt_embed)
         if memory.size(0) != tgt.size(0):
             raise ValueError(f"memory and tgt must have the same batch size, got {memory.size(0)} and {tgt.size(0)}")
         return self.decoder(self.tgt_embed(tgt), memory, src_mask, tgt_mask)  # (B, Lt, d_model)
 
     def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        for name, tokens in (("src", src), ("tgt", tgt)):
+            _check_batch_of_ids(name, tokens)
         if src.size(0) != tgt.size(0):
             raise ValueError(f"src and tgt must have the same batch size, got {src.size(0)} and {tgt.size(0)}")
         return self.generator(self.decode(self.encode(src, src_mask), src_mask, tgt, tgt_mask))  # (B, Lt, tgt_vocab)
+
+    @staticmethod
+    def _check_tokens(name: str, tokens, embed: nn.Module) -> None:
+        """Token ids the embedding can take: (B, L), integers within its vocabulary, no longer than its positions."""
+        _check_batch_of_ids(name, tokens)
+        for module in embed.modules():
+            if isinstance(module, TokenEmbedding):
+                _check_token_ids(name, tokens, module.vocab_size, f"{name}_vocab")
+            elif isinstance(module, (PositionalEncoding, LearnedPositionalEmbedding)) and tokens.size(1) > module.max_len:
+                raise ValueError(f"{name} has length {tokens.size(1)}, longer than the model's max_len={module.max_len} "
+                                 f"positions; build the model with max_len >= {tokens.size(1)}")
+
+
+def _check_batch_of_ids(name: str, tokens) -> None:
+    if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.numel() == 0:
+        got = tuple(tokens.shape) if isinstance(tokens, torch.Tensor) else type(tokens).__name__
+        raise ValueError(f"{name} must be a non-empty (batch, length) tensor of token ids, got {got}")
 
 
 # %% notebooks/04_model.ipynb cell 9
@@ -156,13 +180,17 @@ class ModelConfig:
 
     def __post_init__(self):
         for name in ("src_vocab", "tgt_vocab", "n_layers", "d_model", "d_ff", "n_heads", "max_len"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            _check_int(name, getattr(self, name))
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        _check_probability("dropout", self.dropout)
+        if self.pad_idx is not None:
+            _check_int("pad_idx", self.pad_idx, low=0)
+            if self.pad_idx >= min(self.src_vocab, self.tgt_vocab):
+                raise ValueError(f"pad_idx={self.pad_idx} must be a token id of both vocabularies, "
+                                 f"in [0, {min(self.src_vocab, self.tgt_vocab)})")
+        if not self.eps > 0:
+            raise ValueError(f"eps must be positive, got {self.eps!r}")
         if self.share_embeddings and self.src_vocab != self.tgt_vocab:
             raise ValueError(f"share_embeddings needs one vocabulary, got src_vocab={self.src_vocab}, tgt_vocab={self.tgt_vocab}")
 
@@ -221,6 +249,10 @@ def make_model(src_vocab: int, tgt_vocab: int, n_layers: int = 6, d_model: int =
         >>> model(torch.randint(11, (2, 7)), torch.randint(11, (2, 5))).shape
         torch.Size([2, 5, 11])
     """
+    unknown = set(options) - {f.name for f in fields(ModelConfig)}
+    if unknown:
+        raise ValueError(f"unknown make_model options: {', '.join(sorted(unknown))}; "
+                         f"the options are {', '.join(f.name for f in fields(ModelConfig)[7:])}")
     return build_model(ModelConfig(src_vocab, tgt_vocab, n_layers, d_model, d_ff, n_heads, dropout, **options))
 
 

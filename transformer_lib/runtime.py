@@ -66,6 +66,8 @@ def seed_everything(seed: int = 0) -> None:
     """Seed Python, NumPy (when installed) and torch on every device."""
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    if not 0 <= seed < 2**32:
+        raise ValueError(f"seed must be in [0, 2**32), what NumPy accepts, got {seed}")
     random.seed(seed)
     torch.manual_seed(seed)  # also seeds CUDA and MPS
     try:

@@ -102,6 +102,8 @@ def _multi30k(args: argparse.Namespace, rank: int, world: int) -> int:
     except KeyboardInterrupt:
         say(f"\ninterrupted: the finished epochs are saved in {out}; run the same command to resume")
         return 130
+    except ValueError as err:  # a damaged training state, another recipe's state in --out, --out a file
+        raise SystemExit(f"error: {err}") from None
     if rank != 0:
         return 0
     test = evaluate_bleu(run.model, data.test, data.src_tok, data.src_vocab, data.tgt_vocab, recipe.beam_size,

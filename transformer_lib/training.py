@@ -29,6 +29,7 @@ from torch import nn
 from tqdm import tqdm
 
 from transformer_lib.attention import padding_mask, subsequent_mask
+from transformer_lib.embeddings import _check_int, _check_token_ids
 from transformer_lib.model import EncoderDecoder, make_model
 
 
@@ -92,6 +93,10 @@ class LabelSmoothing(nn.Module):
         super().__init__()
         if not 0.0 <= smoothing < 1.0:
             raise ValueError(f"smoothing must be in [0, 1), got {smoothing}")
+        _check_int("vocab_size", vocab_size)
+        _check_int("padding_idx", padding_idx, low=0)
+        if padding_idx >= vocab_size:
+            raise ValueError(f"padding_idx={padding_idx} is not a token id in [0, vocab_size={vocab_size})")
         if vocab_size < 3 and not spread_over_all:
             raise ValueError(f"vocab_size must be at least 3 (padding, target and one other), got {vocab_size}")
         self.vocab_size, self.padding_idx = vocab_size, padding_idx
@@ -110,14 +115,18 @@ class LabelSmoothing(nn.Module):
         return dist  # (N, vocab_size)
 
     def forward(self, log_probs: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        self._check_inputs(log_probs, target)
+        dist = self.target_distribution(target)
+        # sum of q log(q / p) over the entries where q > 0; where q = 0 the term is 0 even if p = 0 (log p = -inf)
+        return (torch.xlogy(dist, dist) - dist * log_probs.masked_fill(dist == 0, 0.0)).sum()
+
+    def _check_inputs(self, log_probs: torch.Tensor, target: torch.Tensor) -> None:
         if log_probs.dim() != 2 or log_probs.size(1) != self.vocab_size or target.shape != log_probs.shape[:1]:
             raise ValueError(
                 f"log_probs must be (N, vocab_size={self.vocab_size}) and target (N,), "
                 f"got {tuple(log_probs.shape)} and {tuple(target.shape)}"
             )
-        dist = self.target_distribution(target)
-        # sum of q log(q / p) over the entries where q > 0; where q = 0 the term is 0 even if p = 0 (log p = -inf)
-        return (torch.xlogy(dist, dist) - dist * log_probs.masked_fill(dist == 0, 0.0)).sum()
+        _check_token_ids("target", target, self.vocab_size)
 
 
 # %% notebooks/05_training.ipynb cell 17
@@ -126,8 +135,8 @@ def rate(step: int, d_model: int, factor: float = 1.0, warmup: int = 4000) -> fl
 
     It grows linearly for `warmup` steps, peaks at step == warmup, then decays as 1/sqrt(step). Steps count from 1.
     """
-    if warmup < 1:
-        raise ValueError(f"warmup must be a positive number of steps, got {warmup}")
+    _check_int("d_model", d_model)
+    _check_int("warmup", warmup)
     step = max(step, 1)
     return factor * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
@@ -137,6 +146,9 @@ def make_optimizer(model: nn.Module, d_model: int, factor: float = 1.0, warmup: 
 
     Call scheduler.step() once per optimizer step.
     """
+    rate(1, d_model, factor, warmup)  # a bad d_model or warmup fails here, not at the first step
+    if not factor > 0:
+        raise ValueError(f"factor must be positive, got {factor!r}")
     optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)  # lr scaled by the schedule
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: rate(i + 1, d_model, factor, warmup))
     return optimizer, scheduler
@@ -173,14 +185,17 @@ def train_epoch(model: EncoderDecoder, batches, criterion, optimizer, scheduler=
     so that N processes take the step one process would take on all N processes' batches.
     `progress` is True for a progress bar of this epoch, False for none, or a tqdm bar to advance (and not close).
     """
-    if accum_steps < 1:
-        raise ValueError(f"accum_steps must be a positive int, got {accum_steps}")
+    _check_int("accum_steps", accum_steps)
+    if clip_norm is not None and not clip_norm > 0:
+        raise ValueError(f"clip_norm must be positive or None (no clipping), got {clip_norm!r}")
     model.train()
     batches = iter(batches)
     total_loss, total_tokens, start = 0.0, 0, time.perf_counter()
     own_bar = not isinstance(progress, tqdm)
     bar = tqdm(desc=desc, unit="step", disable=not progress, mininterval=1.0) if own_bar else progress
     while group := list(itertools.islice(batches, accum_steps)):
+        for batch in group:
+            _check_training_batch(batch)
         n_tokens, world = sum(b.n_tokens for b in group), _world_size(model)
         if world > 1:  # DDP averages gradients over processes: weight each by world / (all processes' tokens)
             n_tokens = int(_all_reduce_sum(float(n_tokens), group[0].src.device))
@@ -209,18 +224,30 @@ def train_epoch(model: EncoderDecoder, batches, criterion, optimizer, scheduler=
         bar.set_postfix(loss=f"{step_loss:.3f}", tok_s=f"{total_tokens / elapsed:,.0f}", lr=f"{lr:.1e}", refresh=False)
     if own_bar:
         bar.close()
-    return total_loss / max(total_tokens, 1)
+    if not total_tokens:
+        raise ValueError("batches is empty: an epoch needs at least one Batch")
+    return total_loss / total_tokens
 
 
 @torch.no_grad()
 def evaluate(model: EncoderDecoder, batches, criterion) -> float:
     """Mean loss per target token over `batches`, in eval mode, without gradients."""
     model.eval()
-    total_loss, total_tokens = 0.0, 0
+    total_loss, total_tokens, seen = 0.0, 0, 0
     for batch in batches:
+        _check_training_batch(batch)
         total_loss += loss_sum(model, batch, criterion).item()
-        total_tokens += batch.n_tokens
+        total_tokens, seen = total_tokens + batch.n_tokens, seen + 1
+    if not seen:
+        raise ValueError("batches is empty: nothing to evaluate")
     return total_loss / max(total_tokens, 1)
+
+
+def _check_training_batch(batch) -> None:
+    if not isinstance(batch, Batch):
+        raise TypeError(f"batches must yield Batch objects (Batch(src, tgt, pad_idx)), got a {type(batch).__name__}")
+    if batch.tgt is None:
+        raise ValueError("batches must hold targets: got a Batch built without tgt")
 
 
 # %% notebooks/05_training.ipynb cell 22
@@ -239,6 +266,7 @@ def greedy_decode(model: EncoderDecoder, src: torch.Tensor, src_mask: torch.Tens
     Returns:
         (B, 1 + n) token ids starting with start_symbol, n <= max_len.
     """
+    _check_decoding(model, max_len, start_symbol=start_symbol, end_symbol=end_symbol)
     model.eval()
     memory = model.encode(src, src_mask)  # (B, Ls, d_model), computed once
     ys = torch.full((src.size(0), 1), start_symbol, dtype=torch.long, device=src.device)  # (B, 1)
@@ -254,6 +282,15 @@ def greedy_decode(model: EncoderDecoder, src: torch.Tensor, src_mask: torch.Tens
     return ys
 
 
+def _check_decoding(model, max_len: int, **symbols) -> None:
+    """max_len must be an int >= 0 and every symbol a target token id."""
+    _check_int("max_len", max_len, low=0)
+    vocab = model.generator.proj.out_features
+    for name, value in symbols.items():
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < vocab):
+            raise ValueError(f"{name}={value!r} is not a target token id in [0, tgt_vocab={vocab})")
+
+
 # %% notebooks/05_training.ipynb cell 24
 COPY_PAD, COPY_START = 0, 1  # the copy task's special ids; symbols are 2 .. vocab_size - 1
 
@@ -263,6 +300,8 @@ def copy_task_batch(batch_size: int, length: int, vocab_size: int, generator: to
     """Random sequences of symbols 2..vocab_size-1; the target is the source itself, after the start symbol."""
     if vocab_size < 3:
         raise ValueError(f"vocab_size must be at least 3 (padding, start and one symbol), got {vocab_size}")
+    _check_int("batch_size", batch_size)
+    _check_int("length", length)
     seq = torch.randint(2, vocab_size, (batch_size, length), generator=generator)  # (B, L)
     tgt = torch.cat([torch.full((batch_size, 1), COPY_START), seq], dim=1)  # (B, L + 1)
     return Batch(seq, tgt, COPY_PAD).to(device or "cpu")
@@ -292,6 +331,9 @@ def train_copy_task(max_steps: int = 2000, seed: int = 0, device=None, batch_siz
     sequences; on_evaluation, if given, is called with each evaluation's dict. The model defaults to 2 pre-norm layers, d_model 64, 4 heads, d_ff 128, no dropout; the schedule
     is the paper's with warmup 100 and factor 0.5.
     """
+    for name, value in (("max_steps", max_steps), ("batch_size", batch_size), ("length", length),
+                        ("eval_every", eval_every), ("n_eval", n_eval)):
+        _check_int(name, value)
     torch.manual_seed(seed)
     options = dict(n_layers=2, d_model=64, d_ff=128, n_heads=4, dropout=0.0, norm_first=True, pad_idx=COPY_PAD)
     options.update(model_options)

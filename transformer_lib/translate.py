@@ -29,6 +29,16 @@ def find_checkpoint(path: str | None) -> Path:
     return pretrained_path()
 
 
+def load_model(path: Path, device):
+    """load_checkpoint's (model, src_vocab, tgt_vocab, info); SystemExit with its message for a damaged file."""
+    from transformer_lib.translation import load_checkpoint
+
+    try:
+        return load_checkpoint(path, device)
+    except ValueError as err:
+        raise SystemExit(f"error: {err}") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m transformer_lib.translate", description=__doc__.split("\n")[0])
     parser.add_argument("sentences", nargs="*", help="German sentences (default: read lines from stdin)")
@@ -44,9 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     if not sentences:
         parser.error("no sentences: give them as arguments or on standard input")
     from transformer_lib.train import _device
-    from transformer_lib.translation import load_checkpoint, translate
+    from transformer_lib.translation import translate
 
-    model, *_ = load_checkpoint(find_checkpoint(args.checkpoint), _device(args.device))
+    model, *_ = load_model(find_checkpoint(args.checkpoint), _device(args.device))
     for text in translate(model, sentences, beam_size=args.beam):
         print(text)
     return 0

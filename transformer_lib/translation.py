@@ -64,8 +64,9 @@ import torch
 from torch import nn
 
 from transformer_lib.attention import padding_mask, scaled_dot_product_attention, subsequent_mask
+from transformer_lib.embeddings import _check_int
 from transformer_lib.model import EncoderDecoder, make_model
-from transformer_lib.training import Batch, LabelSmoothing, evaluate, make_optimizer, train_epoch
+from transformer_lib.training import Batch, LabelSmoothing, _check_decoding, evaluate, make_optimizer, train_epoch
 
 
 # %% notebooks/06_translation.ipynb cell 5
@@ -103,11 +104,18 @@ def multi30k_dirs(root=None) -> list[Path]:
 
 
 def _write_atomically(path, write) -> Path:
-    """Call write(temporary_path), then rename the result to path: readers never see half a file."""
+    """Call write(temporary_path), then rename the result to path: readers never see half a file.
+
+    If write fails, the temporary file is removed and whatever was at path before is left as it was.
+    """
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
-    write(tmp)
-    os.replace(tmp, path)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:  # Ctrl-C included
+        tmp.unlink(missing_ok=True)
+        raise
     return path
 
 
@@ -129,7 +137,7 @@ def _find_or_fetch(name: str, sha256: str, root, download: bool) -> Path:
     where = ", ".join(str(d) for d in dirs)
     if not download:
         raise DataUnavailable(f"{name} not found in {where}; put the Multi30k files in one of them "
-                              f"(from {MULTI30K_URL}) or pass download=True")
+                              f"(from {MULTI30K_URL}), or set ${MULTI30K_ENV} to their folder, or pass download=True")
     cache = dirs[-1]
     try:  # pooch downloads to a temporary file, checks the sha256, then moves it into place
         pooch = _pooch()
@@ -190,6 +198,7 @@ def offline_corpus(n: int, seed: int = 0) -> list[tuple[str, str]]:
     Sentences look like Multi30k's ("Ein kleiner Hund läuft im Schnee." / "A small dog runs in the snow.")
     but use about a hundred words; a model trained on them is no Multi30k model.
     """
+    _check_int("n", n)
     rng = random.Random(seed)
     pairs = []
     for _ in range(n):
@@ -233,9 +242,15 @@ class Tokenizer:
         import spacy
 
         self.lang, self.lower = lang, lower
-        self._nlp = spacy.blank(lang)
+        try:
+            self._nlp = spacy.blank(lang)
+        except (ImportError, TypeError) as err:  # spaCy raises ImportError for a language it does not have
+            raise ValueError(f"lang={lang!r} is not a language spaCy knows; use a code such as 'de' or 'en' "
+                             f"({type(err).__name__}: {err})") from None
 
     def __call__(self, text: str) -> list[str]:
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str (one sentence), got {type(text).__name__}")
         text = text.lower() if self.lower else text
         return [t.text for t in self._nlp.tokenizer(text) if not t.is_space]
 
@@ -261,6 +276,12 @@ class Vocab:
     @classmethod
     def build(cls, sentences, min_freq: int = 2) -> "Vocab":
         """From tokenized sentences; tokens seen fewer than min_freq times map to <unk>. Most frequent first."""
+        _check_int("min_freq", min_freq)
+        sentences = list(sentences)
+        for i, sentence in enumerate(sentences):
+            if isinstance(sentence, str) or not all(isinstance(t, str) for t in sentence):
+                raise TypeError(f"sentences must be lists of token strings (tokenize first); sentence {i} is "
+                                f"{type(sentence).__name__} {str(sentence)[:40]!r}")
         counts = Counter(t for sentence in sentences for t in sentence)
         kept = sorted((t for t, c in counts.items() if c >= min_freq and t not in cls.SPECIALS),
                       key=lambda t: (-counts[t], t))
@@ -270,6 +291,8 @@ class Vocab:
         return len(self.itos)
 
     def encode(self, tokens: list[str], add_bos_eos: bool = False) -> list[int]:
+        if isinstance(tokens, str):
+            raise TypeError("tokens must be a list of str, one per token (tokenize the sentence first), got a str")
         ids = [self.stoi.get(t, self.unk_idx) for t in tokens]
         return [self.bos_idx, *ids, self.eos_idx] if add_bos_eos else ids
 
@@ -278,6 +301,8 @@ class Vocab:
         out = []
         for i in ids:
             i = int(i)
+            if not 0 <= i < len(self.itos):
+                raise ValueError(f"ids must lie in [0, {len(self.itos)}), the vocabulary's size; got {i}")
             if i == self.eos_idx:
                 break
             if i not in (self.bos_idx, self.pad_idx):
@@ -289,14 +314,22 @@ class Vocab:
 
     @classmethod
     def from_json(cls, text: str) -> "Vocab":
-        return cls(json.loads(text)["tokens"])
+        try:
+            tokens = json.loads(text)["tokens"]
+            return cls(tokens)
+        except (ValueError, KeyError, TypeError) as err:
+            raise ValueError(f"text is not a vocabulary written by Vocab.to_json ({type(err).__name__}: {err})") from None
 
     def save(self, path) -> None:
         _write_atomically(path, lambda tmp: tmp.write_text(self.to_json(), encoding="utf-8"))
 
     @classmethod
     def load(cls, path) -> "Vocab":
-        return cls.from_json(Path(path).read_text(encoding="utf-8"))
+        try:
+            return cls.from_json(Path(path).read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as err:
+            raise ValueError(f"{path} is not a vocabulary written by Vocab.save; it may be truncated or corrupt "
+                             f"({err})") from None
 
 
 # %% notebooks/06_translation.ipynb cell 19
@@ -312,8 +345,8 @@ def bucket_batches(examples, max_tokens: int, pad_idx: int, shuffle: bool = True
     (batch size x longest sentence) stays within max_tokens, and the batches shuffled. Nothing is truncated:
     an example longer than max_tokens gets a batch of its own.
     """
-    if max_tokens < 1:
-        raise ValueError(f"max_tokens must be positive, got {max_tokens}")
+    _check_int("max_tokens", max_tokens)
+    _check_examples(examples)
     order = sorted(range(len(examples)), key=lambda i: (len(examples[i][1]), len(examples[i][0])))
     groups, current, longest = [], [], 0
     for i in order:
@@ -332,6 +365,7 @@ def bucket_batches(examples, max_tokens: int, pad_idx: int, shuffle: bool = True
 
 def pad_batch(examples, pad_idx: int) -> Batch:
     """A Batch from (source ids, target ids) examples, each side padded to its longest sequence."""
+    _check_examples(examples)
     def pad(seqs):
         out = torch.full((len(seqs), max(len(s) for s in seqs)), pad_idx, dtype=torch.long)
         for row, s in enumerate(seqs):
@@ -339,6 +373,16 @@ def pad_batch(examples, pad_idx: int) -> Batch:
         return out
 
     return Batch(pad([s for s, _ in examples]), pad([t for _, t in examples]), pad_idx)
+
+
+def _check_examples(examples) -> None:
+    if not len(examples):
+        raise ValueError("examples is empty: nothing to batch")
+    for i, (src, tgt) in enumerate(examples):
+        if len(src) == 0:
+            raise ValueError(f"examples[{i}] has an empty source; drop empty sentences before batching")
+        if len(tgt) < 2:
+            raise ValueError(f"examples[{i}] has a target of {len(tgt)} ids; it needs <s>, the words and </s>")
 
 
 def padding_fraction(batches) -> float:
@@ -371,6 +415,9 @@ class DecoderCache:
     def _embed(self, tokens: torch.Tensor) -> torch.Tensor:
         """Token embedding plus the position of step t, for (N, 1) tokens."""
         token_embedding, positions = self.model.tgt_embed[0], self.model.tgt_embed[1]
+        if self.t >= positions.max_len:
+            raise ValueError(f"cannot decode past the model's max_len={positions.max_len} target positions; "
+                             "ask for fewer tokens (max_len) or build the model with a larger max_len")
         x = token_embedding(tokens)  # (N, 1, d_model)
         if hasattr(positions, "pe"):  # sinusoidal
             return positions.dropout(x + positions.pe[:, self.t : self.t + 1].to(x.dtype))
@@ -410,6 +457,7 @@ class DecoderCache:
 @torch.no_grad()
 def greedy_decode_cached(model, src, src_mask, max_len: int, start_symbol: int, end_symbol: int | None = None):
     """greedy_decode of chapter 5 with a key/value cache: the same tokens, each step O(t) instead of O(t^2)."""
+    _check_decoding(model, max_len, start_symbol=start_symbol, end_symbol=end_symbol)
     model.eval()
     cache = DecoderCache(model, model.encode(src, src_mask), src_mask)
     ys = torch.full((src.size(0), 1), start_symbol, dtype=torch.long, device=src.device)  # (B, 1)
@@ -432,12 +480,15 @@ def beam_search(model, src, src_mask, max_len: int, start_symbol: int, end_symbo
     Hypotheses are ranked by log-probability divided by ((5 + length) / 6) ** length_penalty (length_penalty 0:
     plain log-probability; larger values favour longer translations).
     """
-    if beam_size < 1:
-        raise ValueError(f"beam_size must be a positive int, got {beam_size}")
+    _check_int("beam_size", beam_size)
+    _check_decoding(model, max_len, start_symbol=start_symbol, end_symbol=end_symbol)
     model.eval()
+    memory = model.encode(src, src_mask)  # checks src and src_mask
+    if src_mask is None:  # no padding: every source position may be attended to
+        src_mask = torch.ones(src.size(0), 1, 1, src.size(1), dtype=torch.bool, device=src.device)
     B, K = src.size(0), beam_size
     rows = torch.arange(B, device=src.device).repeat_interleave(K)  # (B*K,): every source K times
-    cache = DecoderCache(model, model.encode(src, src_mask)[rows], src_mask[rows])
+    cache = DecoderCache(model, memory[rows], src_mask[rows])
     ys = torch.full((B * K, 1), start_symbol, dtype=torch.long, device=src.device)
     scores = torch.full((B, K), float("-inf"), device=src.device)
     scores[:, 0] = 0.0  # start from one hypothesis per source
@@ -469,6 +520,39 @@ def beam_search(model, src, src_mask, max_len: int, start_symbol: int, end_symbo
 
 
 # %% notebooks/06_translation.ipynb cell 28
+def _safetensors_digest(path: Path) -> str:
+    """sha256 of a safetensors file: its tensor index, its metadata (but the digest itself) and its tensor bytes."""
+    raw = path.read_bytes()
+    size = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8 : 8 + size])
+    metadata = header.pop("__metadata__", None) or {}
+    metadata.pop("sha256", None)
+    digest = hashlib.sha256(json.dumps([header, metadata], sort_keys=True).encode())
+    digest.update(raw[8 + size :])
+    return digest.hexdigest()
+
+
+def _write_safetensors(path, save, metadata: dict) -> Path:
+    """Atomically write a safetensors file with save(filename, metadata), adding a sha256 of its contents."""
+    def write(tmp: Path) -> None:
+        save(tmp, metadata)  # the tensor bytes do not depend on the metadata: write, hash, write with the hash
+        save(tmp, {**metadata, "sha256": _safetensors_digest(tmp)})
+
+    return _write_atomically(path, write)
+
+
+def _first_clause(err: Exception) -> str:
+    """The error's type and the first clause of its message (safetensors' messages go on to quote the file)."""
+    return f"{type(err).__name__}: {str(err).split(':')[0]}"
+
+
+def _verify_safetensors(path: Path, metadata: dict) -> None:
+    """Raise ValueError if the file's contents no longer match the sha256 written into it."""
+    if "sha256" in metadata and _safetensors_digest(path) != metadata["sha256"]:
+        raise ValueError(f"{path} is corrupt: its contents do not match the sha256 stored in it; "
+                         "restore it or write it again")
+
+
 def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab, dtype: torch.dtype | None = None,
                     **info) -> Path:
     """Write one .safetensors file: the weights (a tied tensor once), and as metadata the model's ModelConfig,
@@ -477,18 +561,33 @@ def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab, dtype: torc
     `dtype` (e.g. torch.float16) stores the weights in that type, half the size for float16; load_checkpoint
     turns them back into the model's float32.
 
-    The file is written under a temporary name and renamed, so a crash never leaves half a checkpoint.
-    Loading it runs no pickle.
+    The file is written under a temporary name and renamed, so a crash never leaves half a checkpoint, and it
+    carries a sha256 of its contents, so that a file damaged later is refused. Loading it runs no pickle.
     """
     from safetensors.torch import save_model
 
-    if model.config is None:
+    if getattr(model, "config", None) is None:
         raise ValueError("model has no config; build it with make_model or build_model")
+    _check_vocabs(model, src_vocab, tgt_vocab)
+    try:
+        info_json = json.dumps(info)
+    except TypeError as err:
+        raise TypeError(f"info must hold JSON values (numbers, strings, lists, dicts): {err}") from None
     metadata = {"config": model.config.to_json(), "src_vocab": src_vocab.to_json(),
-                "tgt_vocab": tgt_vocab.to_json(), "info": json.dumps(info)}
+                "tgt_vocab": tgt_vocab.to_json(), "info": info_json}
     if dtype is not None:
         model = copy.deepcopy(model).to(dtype)
-    return _write_atomically(path, lambda tmp: save_model(model, str(tmp), metadata))
+    return _write_safetensors(path, lambda tmp, meta: save_model(model, str(tmp), meta), metadata)
+
+
+def _check_vocabs(model, src_vocab: Vocab, tgt_vocab: Vocab) -> None:
+    """The vocabularies must be Vocabs of the sizes the model's embeddings and generator were built for."""
+    sizes = {"src_vocab": model.src_embed[0].vocab_size, "tgt_vocab": model.generator.proj.out_features}
+    for name, vocab in (("src_vocab", src_vocab), ("tgt_vocab", tgt_vocab)):
+        if not isinstance(vocab, Vocab):
+            raise TypeError(f"{name} must be a Vocab, got {type(vocab).__name__}")
+        if len(vocab) != sizes[name]:
+            raise ValueError(f"{name} has {len(vocab)} tokens, but the model was built for {name}={sizes[name]}")
 
 
 def load_checkpoint(path, device="cpu"):
@@ -502,12 +601,15 @@ def load_checkpoint(path, device="cpu"):
     from transformer_lib.model import ModelConfig, build_model
 
     path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist (or is not a file)")
     try:
         with safe_open(str(path), "pt") as handle:
             metadata = handle.metadata() or {}
     except Exception as err:
-        raise ValueError(f"{path} is not a readable checkpoint ({type(err).__name__}: {err}); "
+        raise ValueError(f"{path} is not a readable checkpoint ({_first_clause(err)}); "
                          "it may be truncated or corrupt") from None
+    _verify_safetensors(path, metadata)
     missing = {"config", "src_vocab", "tgt_vocab"} - metadata.keys()
     if missing:
         raise ValueError(f"{path} lacks {', '.join(sorted(missing))}: not written by save_checkpoint")
@@ -536,6 +638,8 @@ def translate_tokens(model, sentences: list[str], src_tok: Tokenizer, src_vocab:
     """
     if isinstance(sentences, str):
         raise TypeError("sentences must be a list of strings; use translate() for a single sentence")
+    _check_int("beam_size", beam_size)
+    _check_vocabs(model, src_vocab, tgt_vocab)
     model.eval()
     device = next(model.parameters()).device
     ids = [src_vocab.encode(src_tok(s)) or [src_vocab.unk_idx] for s in sentences]
@@ -620,6 +724,8 @@ def bleu(hypotheses: list[list[str]], references: list[str], lowercase: bool = T
 
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
+    if any(isinstance(h, str) for h in hypotheses):
+        raise TypeError("hypotheses must be lists of tokens (as translate_tokens returns), not strings")
     if not references:
         raise ValueError("references is empty")
     detok = BLEU(lowercase=lowercase)
@@ -677,15 +783,20 @@ class Recipe:
     def __post_init__(self):
         for name in ("n_layers", "d_model", "d_ff", "n_heads", "min_freq", "max_tokens", "epochs", "warmup",
                      "accum_steps", "beam_size", "average_last", "bleu_every"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            _check_int(name, getattr(self, name))
         for name in ("train_pairs", "eval_pairs"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or value < 1):
-                raise ValueError(f"{name} must be None or a positive int, got {value!r}")
+            if getattr(self, name) is not None:
+                _check_int(name, getattr(self, name))
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
         if not 0.0 <= self.dropout < 1.0 or not 0.0 <= self.smoothing < 1.0:
             raise ValueError(f"dropout and smoothing must be in [0, 1), got {self.dropout} and {self.smoothing}")
+        if not self.factor > 0:
+            raise ValueError(f"factor must be positive, got {self.factor!r}")
+        if self.clip_norm is not None and not self.clip_norm > 0:
+            raise ValueError(f"clip_norm must be positive or None, got {self.clip_norm!r}")
+        if not self.length_penalty >= 0:
+            raise ValueError(f"length_penalty must be >= 0 (0: plain log-probability), got {self.length_penalty!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -788,7 +899,7 @@ def _save_state(path, model, optimizer, scheduler, recipe: Recipe, epoch: int, h
     metadata = {"recipe": json.dumps(recipe.to_dict()), "epoch": str(epoch), "history": json.dumps(history),
                 "seconds": repr(seconds), "param_groups": json.dumps(opt["param_groups"]),
                 "scheduler": json.dumps(scheduler.state_dict())}
-    _write_atomically(path, lambda tmp: save_file(tensors, str(tmp), metadata))
+    _write_safetensors(path, lambda tmp, meta: save_file(tensors, str(tmp), meta), metadata)
 
 
 def _load_state(path, model, optimizer, scheduler, recipe: Recipe):
@@ -801,7 +912,9 @@ def _load_state(path, model, optimizer, scheduler, recipe: Recipe):
             metadata = handle.metadata()
         tensors = load_file(str(path))
     except Exception as err:
-        raise ValueError(f"{path} is not a readable training state ({err}); delete it to start over") from None
+        raise ValueError(f"{path} is not a readable training state ({_first_clause(err)}); "
+                         "delete it to start over") from None
+    _verify_safetensors(path, metadata)
     saved = Recipe.from_dict(json.loads(metadata["recipe"]))
     if replace(saved, epochs=recipe.epochs) != recipe:
         changed = sorted(k for k, v in recipe.to_dict().items() if k != "epochs" and saved.to_dict()[k] != v)
@@ -839,6 +952,12 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
     import torch.distributed as dist
     from transformer_lib.runtime import default_device, seed_everything
 
+    if not isinstance(recipe, Recipe):
+        raise TypeError(f"recipe must be a Recipe, e.g. RECIPES['smoke'], got {type(recipe).__name__} {recipe!r}")
+    if data is not None and not isinstance(data, TranslationData):
+        raise TypeError(f"data must be a TranslationData from prepare_data(recipe), got {type(data).__name__}")
+    if Path(out_dir).exists() and not Path(out_dir).is_dir():
+        raise ValueError(f"out_dir={str(out_dir)!r} is a file; give a folder for the checkpoints")
     device = torch.device(device) if device is not None else default_device()
     distributed = dist.is_available() and dist.is_initialized()
     rank, world = (dist.get_rank(), dist.get_world_size()) if distributed else (0, 1)

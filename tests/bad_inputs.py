@@ -1,0 +1,784 @@
+"""Every public entry point of transformer_lib, fed the mistakes a learner makes, and what it must say.
+
+Each case is one call with one thing wrong. tests/test_bad_inputs.py checks that it raises the expected
+exception type, that the message names what was wrong (`names`), and, for calls that touch state, that
+nothing was lost. `python tests/bad_inputs.py` rewrites docs/bad_inputs.md, the table of messages;
+a test fails if that table is out of date.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable
+
+import torch
+from torch import nn
+
+from transformer_lib import attention as A
+from transformer_lib import blocks as K
+from transformer_lib import embeddings as E
+from transformer_lib import fast as F
+from transformer_lib import model as M
+from transformer_lib import training as T
+from transformer_lib import translation as X
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "bad_inputs.md"
+
+
+@dataclass
+class Case:
+    entry: str  # the entry point, as a reader would call it
+    mistake: str  # what is wrong, in words
+    call: Callable  # call(tmp: Path) makes the mistake
+    error: type  # the exception it must raise
+    names: tuple[str, ...]  # words the message must contain (the argument, the expected shape or range)
+
+
+CASES: list[Case] = []
+
+
+def case(entry: str, mistake: str, error: type, *names: str):
+    def register(call):
+        CASES.append(Case(entry, mistake, call, error, names))
+        return call
+    return register
+
+
+# Small objects the cases share. Built on first use so that importing this module is cheap.
+def tiny_model(**options) -> M.EncoderDecoder:
+    torch.manual_seed(0)
+    settings = dict(n_layers=1, d_model=8, d_ff=16, n_heads=2, dropout=0.0, pad_idx=0, max_len=20)
+    settings.update(options)
+    return M.make_model(11, 11, **settings)
+
+
+def tiny_vocab() -> X.Vocab:
+    return X.Vocab([*X.Vocab.SPECIALS, "ein", "hund", "a", "dog", ".", "rennt", "runs"])
+
+
+def tiny_checkpoint(tmp: Path) -> Path:
+    model = tiny_model(pad_idx=1)
+    return X.save_checkpoint(tmp / "tiny.safetensors", model, tiny_vocab(), tiny_vocab())
+
+
+def ids(*rows) -> torch.Tensor:
+    return torch.tensor(rows, dtype=torch.long)
+
+
+x3 = lambda L=4, d=8, B=2: torch.randn(B, L, d)  # noqa: E731 - (B, L, d_model) activations
+
+
+# ---------------------------------------------------------------------------------------------- embeddings
+@case("TokenEmbedding(vocab_size, d_model)", "vocab_size 0", ValueError, "vocab_size")
+def _(tmp): E.TokenEmbedding(0, 8)
+
+
+@case("TokenEmbedding(..., padding_idx)", "padding_idx outside the vocabulary", ValueError, "padding_idx", "vocab_size=10")
+def _(tmp): E.TokenEmbedding(10, 8, padding_idx=10)
+
+
+@case("TokenEmbedding(tokens)", "float token ids", TypeError, "tokens", "torch.long")
+def _(tmp): E.TokenEmbedding(10, 8)(torch.tensor([[1.0, 2.0]]))
+
+
+@case("TokenEmbedding(tokens)", "a token id equal to vocab_size", ValueError, "tokens", "vocab_size=10")
+def _(tmp): E.TokenEmbedding(10, 8)(ids([1, 10]))
+
+
+@case("TokenEmbedding(tokens)", "a negative token id", ValueError, "tokens", "[0, vocab_size=10)")
+def _(tmp): E.TokenEmbedding(10, 8)(ids([-1, 2]))
+
+
+@case("PositionalEncoding(d_model, max_len)", "max_len 0", ValueError, "max_len")
+def _(tmp): E.PositionalEncoding(8, max_len=0)
+
+
+@case("PositionalEncoding(..., dropout)", "dropout 1.5", ValueError, "dropout", "[0, 1)")
+def _(tmp): E.PositionalEncoding(8, dropout=1.5)
+
+
+@case("PositionalEncoding(x)", "a sequence longer than the positional table", ValueError, "max_len=16", "sequence length 17")
+def _(tmp): E.PositionalEncoding(8, max_len=16)(x3(L=17))
+
+
+@case("PositionalEncoding(x)", "token ids instead of embeddings", ValueError, "x", "(batch, length, d_model=8)")
+def _(tmp): E.PositionalEncoding(8)(ids([1, 2, 3]))
+
+
+@case("PositionalEncoding(x)", "the wrong d_model", ValueError, "x", "d_model=8")
+def _(tmp): E.PositionalEncoding(8)(x3(d=6))
+
+
+@case("LearnedPositionalEmbedding(x)", "a sequence longer than max_len", ValueError, "max_len=4")
+def _(tmp): E.LearnedPositionalEmbedding(8, max_len=4)(x3(L=5))
+
+
+@case("sinusoidal_table(max_len, d_model)", "d_model 0", ValueError, "d_model")
+def _(tmp): E.sinusoidal_table(10, 0)
+
+
+# ---------------------------------------------------------------------------------------------- attention
+@case("scaled_dot_product_attention(q, k, v)", "query and key of different d_k", ValueError, "d_k")
+def _(tmp): A.scaled_dot_product_attention(torch.randn(2, 3, 4), torch.randn(2, 5, 6), torch.randn(2, 5, 6))
+
+
+@case("scaled_dot_product_attention(q, k, v)", "key and value of different lengths", ValueError, "key and value", "length")
+def _(tmp): A.scaled_dot_product_attention(torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 6, 4))
+
+
+@case("scaled_dot_product_attention(..., mask)", "a float 0/1 mask", TypeError, "mask", "boolean")
+def _(tmp): A.scaled_dot_product_attention(torch.randn(1, 3, 4), torch.randn(1, 3, 4), torch.randn(1, 3, 4), torch.ones(1, 3, 3))
+
+
+@case("scaled_dot_product_attention(..., mask)", "a mask that would broadcast the scores into a bigger shape", ValueError, "mask", "(2, 3, 3)")
+def _(tmp): A.scaled_dot_product_attention(torch.randn(1, 3, 4), torch.randn(1, 3, 4), torch.randn(1, 3, 4), torch.ones(2, 3, 3, dtype=torch.bool))
+
+
+@case("scaled_dot_product_attention(q, k, v)", "1-D tensors (no length axis)", ValueError, "query", "(..., length, d_k)")
+def _(tmp): A.scaled_dot_product_attention(torch.randn(4), torch.randn(4), torch.randn(4))
+
+
+@case("padding_mask(tokens, pad_idx)", "a 1-D sentence instead of a (batch, length) batch", ValueError, "tokens", "(batch, length)")
+def _(tmp): A.padding_mask(ids(1, 2, 0), 0)
+
+
+@case("subsequent_mask(size)", "size 0", ValueError, "size")
+def _(tmp): A.subsequent_mask(0)
+
+
+@case("subsequent_mask(size)", "a float size", TypeError, "size", "int")
+def _(tmp): A.subsequent_mask(3.0)
+
+
+@case("MultiHeadAttention(d_model, n_heads)", "d_model not divisible by n_heads", ValueError, "d_model=10", "n_heads=3")
+def _(tmp): A.MultiHeadAttention(10, 3)
+
+
+@case("MultiHeadAttention(..., dropout)", "dropout -0.1", ValueError, "dropout", "[0, 1)")
+def _(tmp): A.MultiHeadAttention(8, 2, dropout=-0.1)
+
+
+@case("MultiHeadAttention(q, k, v)", "the wrong d_model", ValueError, "query", "d_model=8")
+def _(tmp): A.MultiHeadAttention(8, 2)(x3(d=6), x3(d=6), x3(d=6))
+
+
+@case("MultiHeadAttention(q, k, v)", "query and key of different batch sizes", ValueError, "batch size")
+def _(tmp): A.MultiHeadAttention(8, 2)(x3(B=2), x3(B=3), x3(B=3))
+
+
+@case("MultiHeadAttention(..., mask)", "a (B, Lq, Lk) mask without the heads axis", ValueError, "mask", "unsqueeze(1)")
+def _(tmp): A.MultiHeadAttention(8, 2)(x3(B=3), x3(B=3), x3(B=3), torch.ones(3, 4, 4, dtype=torch.bool))
+
+
+@case("MultiHeadAttention(..., mask)", "a mask over the wrong number of keys", ValueError, "mask", "(3, 2, 4, 4)")
+def _(tmp): A.MultiHeadAttention(8, 2)(x3(B=3), x3(B=3), x3(B=3), torch.ones(3, 1, 1, 5, dtype=torch.bool))
+
+
+@case("MultiHeadAttention(..., mask)", "an integer 0/1 mask", TypeError, "mask", "boolean")
+def _(tmp): A.MultiHeadAttention(8, 2)(x3(), x3(), x3(), torch.ones(2, 1, 1, 4, dtype=torch.long))
+
+
+# ---------------------------------------------------------------------------------------------- blocks
+@case("LayerNorm(d_model)", "d_model 0", ValueError, "d_model")
+def _(tmp): K.LayerNorm(0)
+
+
+@case("LayerNorm(x)", "the wrong last dimension", ValueError, "x", "d_model=8")
+def _(tmp): K.LayerNorm(8)(x3(d=6))
+
+
+@case("PositionwiseFeedForward(d_model, d_ff)", "d_ff 0", ValueError, "d_ff")
+def _(tmp): K.PositionwiseFeedForward(8, 0)
+
+
+@case("PositionwiseFeedForward(x)", "the wrong last dimension", ValueError, "x", "d_model=8")
+def _(tmp): K.PositionwiseFeedForward(8, 16)(x3(d=6))
+
+
+@case("EncoderLayer(x)", "the wrong d_model", ValueError, "x", "d_model=8")
+def _(tmp): K.EncoderLayer(8, 2, 16)(x3(d=6))
+
+
+@case("EncoderLayer(x, mask)", "a float mask", TypeError, "mask", "boolean")
+def _(tmp): K.EncoderLayer(8, 2, 16)(x3(), torch.ones(2, 1, 1, 4))
+
+
+@case("DecoderLayer(x, memory)", "memory of another batch size", ValueError, "memory", "batch")
+def _(tmp): K.DecoderLayer(8, 2, 16)(x3(B=2), x3(B=3))
+
+
+@case("DecoderLayer(x, memory)", "memory of the wrong d_model", ValueError, "memory", "d_model=8")
+def _(tmp): K.DecoderLayer(8, 2, 16)(x3(), x3(d=6))
+
+
+@case("DecoderLayer(..., tgt_mask)", "a causal mask for the wrong length", ValueError, "tgt_mask", "(2, 2, 4, 4)")
+def _(tmp): K.DecoderLayer(8, 2, 16)(x3(), x3(), None, A.subsequent_mask(5))
+
+
+@case("DecoderLayer(..., src_mask)", "a source mask over the wrong number of keys", ValueError, "src_mask", "(2, 2, 4, 6)")
+def _(tmp): K.DecoderLayer(8, 2, 16)(x3(), x3(L=6), torch.ones(2, 1, 1, 4, dtype=torch.bool))
+
+
+@case("EncoderLayer.from_torch(layer)", "a layer with batch_first=False", ValueError, "layer", "batch_first=True")
+def _(tmp): K.EncoderLayer.from_torch(nn.TransformerEncoderLayer(8, 2, 16))
+
+
+# ---------------------------------------------------------------------------------------------- model
+@case("make_model(...)", "d_model not divisible by n_heads", ValueError, "d_model=30", "n_heads=8")
+def _(tmp): M.make_model(11, 11, n_layers=1, d_model=30, d_ff=16, n_heads=8)
+
+
+@case("make_model(...)", "n_layers 0", ValueError, "n_layers", "positive int")
+def _(tmp): M.make_model(11, 11, n_layers=0)
+
+
+@case("make_model(...)", "a float vocabulary size", TypeError, "src_vocab", "int")
+def _(tmp): M.make_model(11.0, 11, n_layers=1, d_model=8, d_ff=16, n_heads=2)
+
+
+@case("make_model(...)", "pad_idx outside the vocabulary", ValueError, "pad_idx", "[0, 11)")
+def _(tmp): M.make_model(11, 11, n_layers=1, d_model=8, d_ff=16, n_heads=2, pad_idx=11)
+
+
+@case("make_model(...)", "share_embeddings with two vocabulary sizes", ValueError, "share_embeddings", "tgt_vocab=12")
+def _(tmp): M.make_model(11, 12, n_layers=1, d_model=8, d_ff=16, n_heads=2, share_embeddings=True)
+
+
+@case("make_model(...)", "an option that does not exist", ValueError, "unknown", "norm_frist")
+def _(tmp): M.make_model(11, 11, n_layers=1, d_model=8, d_ff=16, n_heads=2, norm_frist=True)
+
+
+@case("ModelConfig.from_json(text)", "a config with a misspelt key", ValueError, "unknown", "n_layer")
+def _(tmp): M.ModelConfig.from_json('{"src_vocab": 11, "tgt_vocab": 11, "n_layer": 2}')
+
+
+@case("model(src, tgt)", "float source tokens", TypeError, "src", "torch.long")
+def _(tmp): tiny_model()(torch.rand(2, 5), ids([1, 2], [1, 3]))
+
+
+@case("model(src, tgt)", "a target token id equal to tgt_vocab", ValueError, "tgt", "tgt_vocab=11")
+def _(tmp): tiny_model()(ids([1, 2], [3, 4]), ids([1, 11], [1, 3]))
+
+
+@case("model(src, tgt)", "a negative source token id", ValueError, "src", "[0, src_vocab=11)")
+def _(tmp): tiny_model()(ids([1, -2], [3, 4]), ids([1, 2], [1, 3]))
+
+
+@case("model(src, tgt)", "a source longer than max_len", ValueError, "src", "max_len=20")
+def _(tmp): tiny_model()(torch.ones(1, 21, dtype=torch.long), ids([1, 2]))
+
+
+@case("model(src, tgt)", "source and target batches of different sizes", ValueError, "src and tgt", "batch size")
+def _(tmp): tiny_model()(ids([1, 2], [3, 4]), ids([1, 2]))
+
+
+@case("model(src, tgt)", "an empty batch", ValueError, "src", "non-empty")
+def _(tmp): tiny_model()(torch.ones(0, 3, dtype=torch.long), torch.ones(0, 3, dtype=torch.long))
+
+
+@case("model(src, tgt)", "a 1-D sentence instead of a batch", ValueError, "src", "(batch, length)")
+def _(tmp): tiny_model()(ids(1, 2, 3), ids(1, 2))
+
+
+@case("model(src, tgt, src_mask)", "a source mask for another source length", ValueError, "src_mask", "(2, 2, 3, 3)")
+def _(tmp): tiny_model()(ids([1, 2, 3], [4, 5, 6]), ids([1, 2], [1, 3]), torch.ones(2, 1, 1, 4, dtype=torch.bool))
+
+
+@case("model(src, tgt, src_mask)", "a float source mask", TypeError, "src_mask", "boolean")
+def _(tmp): tiny_model()(ids([1, 2, 3]), ids([1, 2]), torch.ones(1, 1, 1, 3))
+
+
+@case("model(src, tgt, None, tgt_mask)", "a causal mask for another target length", ValueError, "tgt_mask", "(1, 2, 2, 2)")
+def _(tmp): tiny_model()(ids([1, 2, 3]), ids([1, 2]), None, A.subsequent_mask(3))
+
+
+@case("model.decode(memory, src_mask, tgt)", "memory of another batch size", ValueError, "memory and tgt", "batch size")
+def _(tmp): tiny_model().decode(x3(B=3), None, ids([1, 2], [1, 3]))
+
+
+@case("load_torch_transformer(model, transformer)", "an nn.Transformer with more layers", ValueError, "encoder", "layers")
+def _(tmp): M.load_torch_transformer(tiny_model(), nn.Transformer(8, 2, 2, 1, 16, batch_first=True))
+
+
+# ---------------------------------------------------------------------------------------------- training
+@case("Batch(src, tgt)", "float token ids", TypeError, "src", "torch.long")
+def _(tmp): T.Batch(torch.rand(2, 3), ids([1, 2], [1, 3]))
+
+
+@case("Batch(src, tgt)", "an empty source batch", ValueError, "src", "non-empty")
+def _(tmp): T.Batch(torch.ones(0, 3, dtype=torch.long), torch.ones(0, 3, dtype=torch.long))
+
+
+@case("Batch(src, tgt)", "a target of one token (nothing to predict)", ValueError, "tgt", "length >= 2")
+def _(tmp): T.Batch(ids([1, 2], [3, 4]), ids([1], [1]))
+
+
+@case("Batch(src, tgt)", "source and target batches of different sizes", ValueError, "tgt", "batch=2")
+def _(tmp): T.Batch(ids([1, 2], [3, 4]), ids([1, 2, 3]))
+
+
+@case("LabelSmoothing(vocab_size, padding_idx, smoothing)", "smoothing 1.0", ValueError, "smoothing", "[0, 1)")
+def _(tmp): T.LabelSmoothing(11, 0, smoothing=1.0)
+
+
+@case("LabelSmoothing(vocab_size, padding_idx)", "padding_idx outside the vocabulary", ValueError, "padding_idx", "[0, vocab_size=11)")
+def _(tmp): T.LabelSmoothing(11, 11)
+
+
+@case("LabelSmoothing(log_probs, target)", "(B, L, V) log-probabilities not flattened", ValueError, "log_probs", "(N, vocab_size=11)")
+def _(tmp): T.LabelSmoothing(11, 0)(torch.randn(2, 3, 11).log_softmax(-1), ids([1, 2, 3], [1, 2, 3]))
+
+
+@case("LabelSmoothing(log_probs, target)", "a target id equal to vocab_size", ValueError, "target", "[0, vocab_size=11)")
+def _(tmp): T.LabelSmoothing(11, 0)(torch.randn(2, 11).log_softmax(-1), ids(3, 11))
+
+
+@case("LabelSmoothing(log_probs, target)", "float targets", TypeError, "target", "torch.long")
+def _(tmp): T.LabelSmoothing(11, 0)(torch.randn(2, 11).log_softmax(-1), torch.tensor([3.0, 4.0]))
+
+
+@case("rate(step, d_model)", "d_model 0", ValueError, "d_model")
+def _(tmp): T.rate(1, 0)
+
+
+@case("rate(step, d_model, warmup)", "warmup 0", ValueError, "warmup")
+def _(tmp): T.rate(1, 512, warmup=0)
+
+
+@case("make_optimizer(model, d_model)", "warmup 0 (caught before the first step)", ValueError, "warmup")
+def _(tmp): T.make_optimizer(tiny_model(), 8, warmup=0)
+
+
+def _one_batch():
+    return T.Batch(ids([2, 3, 4]), ids([1, 2, 3, 4]), 0)
+
+
+@case("train_epoch(model, batches, ...)", "no batches at all", ValueError, "batches", "empty")
+def _(tmp):
+    model = tiny_model()
+    T.train_epoch(model, [], T.LabelSmoothing(11, 0), T.make_optimizer(model, 8)[0], progress=False)
+
+
+@case("train_epoch(model, batches, ...)", "(src, tgt) tuples instead of Batch objects", TypeError, "batches", "Batch")
+def _(tmp):
+    model = tiny_model()
+    T.train_epoch(model, [(ids([2, 3]), ids([1, 2, 3]))], T.LabelSmoothing(11, 0), T.make_optimizer(model, 8)[0],
+                  progress=False)
+
+
+@case("train_epoch(model, batches, ...)", "source-only batches (no tgt)", ValueError, "batches", "tgt")
+def _(tmp):
+    model = tiny_model()
+    T.train_epoch(model, [T.Batch(ids([2, 3]))], T.LabelSmoothing(11, 0), T.make_optimizer(model, 8)[0],
+                  progress=False)
+
+
+@case("train_epoch(..., accum_steps)", "accum_steps 0", ValueError, "accum_steps")
+def _(tmp):
+    model = tiny_model()
+    T.train_epoch(model, [_one_batch()], T.LabelSmoothing(11, 0), T.make_optimizer(model, 8)[0], accum_steps=0)
+
+
+@case("train_epoch(..., clip_norm)", "clip_norm 0", ValueError, "clip_norm")
+def _(tmp):
+    model = tiny_model()
+    T.train_epoch(model, [_one_batch()], T.LabelSmoothing(11, 0), T.make_optimizer(model, 8)[0], clip_norm=0.0,
+                  progress=False)
+
+
+@case("train_epoch(model, batches, ...)", "targets that are all padding", ValueError, "no target tokens")
+def _(tmp):
+    model = tiny_model()
+    T.train_epoch(model, [T.Batch(ids([2, 3]), ids([1, 0, 0]))], T.LabelSmoothing(11, 0),
+                  T.make_optimizer(model, 8)[0], progress=False)
+
+
+@case("evaluate(model, batches, criterion)", "no batches at all", ValueError, "batches", "empty")
+def _(tmp): T.evaluate(tiny_model(), [], T.LabelSmoothing(11, 0))
+
+
+@case("greedy_decode(model, src, src_mask, max_len, start_symbol)", "max_len -1", ValueError, "max_len")
+def _(tmp): T.greedy_decode(tiny_model(), ids([2, 3]), None, -1, 1)
+
+
+@case("greedy_decode(..., start_symbol)", "a start symbol outside the target vocabulary", ValueError, "start_symbol", "tgt_vocab=11")
+def _(tmp): T.greedy_decode(tiny_model(), ids([2, 3]), None, 3, 11)
+
+
+@case("greedy_decode(model, src, ...)", "float source tokens", TypeError, "src", "torch.long")
+def _(tmp): T.greedy_decode(tiny_model(), torch.rand(1, 3), None, 3, 1)
+
+
+@case("copy_task_batch(batch_size, length, vocab_size)", "vocab_size 2 (no room for symbols)", ValueError, "vocab_size", "at least 3")
+def _(tmp): T.copy_task_batch(4, 5, 2)
+
+
+@case("copy_task_batch(batch_size, length, vocab_size)", "batch_size 0", ValueError, "batch_size")
+def _(tmp): T.copy_task_batch(0, 5, 11)
+
+
+@case("train_copy_task(max_steps)", "max_steps 0", ValueError, "max_steps")
+def _(tmp): T.train_copy_task(max_steps=0, progress=False)
+
+
+@case("train_copy_task(eval_every)", "eval_every 0", ValueError, "eval_every")
+def _(tmp): T.train_copy_task(max_steps=10, eval_every=0, progress=False)
+
+
+# ---------------------------------------------------------------------------------------------- translation
+@case("load_multi30k(split)", "a split that does not exist", ValueError, "split", "test2016")
+def _(tmp): X.load_multi30k("test")
+
+
+@case("load_multi30k(split, root, download=False)", "no files anywhere and no download", X.DataUnavailable, "MULTI30K_DIR")
+def _(tmp):
+    search = X.multi30k_dirs  # look only in tmp and an empty cache, whatever this machine has
+    X.multi30k_dirs = lambda root=None: [Path(root), tmp / "cache"]
+    try:
+        X.load_multi30k("val", root=tmp, download=False)
+    finally:
+        X.multi30k_dirs = search
+
+
+@case("load_multi30k(split, root)", "a truncated data file", X.DataUnavailable, "val.de.gz", "sha256 mismatch")
+def _(tmp):
+    import gzip
+    with gzip.open(tmp / "val.de.gz", "wt", encoding="utf-8") as handle:
+        handle.write("Ein Hund.\n")
+    (tmp / "val.de.gz").write_bytes((tmp / "val.de.gz").read_bytes()[:-4])
+    X.load_multi30k("val", root=tmp, download=False)
+
+
+@case("offline_corpus(n)", "n 0", ValueError, "n")
+def _(tmp): X.offline_corpus(0)
+
+
+@case("Tokenizer(lang)", "a language spaCy does not know", ValueError, "lang", "'xx-german'")
+def _(tmp): X.Tokenizer("xx-german")
+
+
+@case("Tokenizer(text)", "a list of words instead of a string", TypeError, "text", "str")
+def _(tmp): X.Tokenizer("de")(["ein", "hund"])
+
+
+@case("Vocab(tokens)", "tokens without the specials first", ValueError, "tokens", "<unk>")
+def _(tmp): X.Vocab(["hund", "<unk>", "<pad>", "<s>", "</s>"])
+
+
+@case("Vocab.build(sentences)", "raw strings instead of token lists", TypeError, "sentences", "token")
+def _(tmp): X.Vocab.build(["ein hund rennt", "ein hund"])
+
+
+@case("Vocab.build(sentences, min_freq)", "min_freq 0", ValueError, "min_freq")
+def _(tmp): X.Vocab.build([["ein"]], min_freq=0)
+
+
+@case("Vocab.encode(tokens)", "a raw string instead of tokens", TypeError, "tokens", "list of str")
+def _(tmp): tiny_vocab().encode("ein hund")
+
+
+@case("Vocab.decode(ids)", "an id past the vocabulary", ValueError, "ids", "[0, 11)")
+def _(tmp): tiny_vocab().decode([4, 11])
+
+
+@case("Vocab.load(path)", "a file that is not a vocabulary", ValueError, "not a vocabulary")
+def _(tmp):
+    (tmp / "v.json").write_text('{"words": []}')
+    X.Vocab.load(tmp / "v.json")
+
+
+@case("Vocab.load(path)", "a file that does not exist", FileNotFoundError, "vocab.json")
+def _(tmp): X.Vocab.load(tmp / "vocab.json")
+
+
+@case("Vocab.load(path)", "a truncated vocabulary file", ValueError, "not a vocabulary")
+def _(tmp):
+    (tmp / "v.json").write_text(tiny_vocab().to_json()[:20])
+    X.Vocab.load(tmp / "v.json")
+
+
+@case("bucket_batches(examples, max_tokens, pad_idx)", "max_tokens 0", ValueError, "max_tokens")
+def _(tmp): X.bucket_batches([([4], [2, 5, 3])], 0, 1)
+
+
+@case("bucket_batches(examples, ...)", "no examples", ValueError, "examples", "empty")
+def _(tmp): X.bucket_batches([], 100, 1)
+
+
+@case("bucket_batches(examples, ...)", "an example with an empty source", ValueError, "examples", "empty source")
+def _(tmp): X.bucket_batches([([4], [2, 5, 3]), ([], [2, 5, 3])], 100, 1)
+
+
+@case("pad_batch(examples, pad_idx)", "no examples", ValueError, "examples", "empty")
+def _(tmp): X.pad_batch([], 1)
+
+
+@case("greedy_decode_cached(model, src, ...)", "max_len -1", ValueError, "max_len")
+def _(tmp): X.greedy_decode_cached(tiny_model(), ids([2, 3]), A.padding_mask(ids([2, 3]), 0), -1, 1)
+
+
+@case("beam_search(..., beam_size)", "beam_size 0", ValueError, "beam_size")
+def _(tmp): X.beam_search(tiny_model(), ids([2, 3]), A.padding_mask(ids([2, 3]), 0), 5, 1, 2, beam_size=0)
+
+
+@case("beam_search(..., end_symbol)", "an end symbol outside the target vocabulary", ValueError, "end_symbol", "tgt_vocab=11")
+def _(tmp): X.beam_search(tiny_model(), ids([2, 3]), A.padding_mask(ids([2, 3]), 0), 5, 1, 11)
+
+
+@case("beam_search(..., src_mask)", "a source mask for another source length", ValueError, "src_mask", "(1, 2, 2, 2)")
+def _(tmp): X.beam_search(tiny_model(), ids([2, 3]), A.padding_mask(ids([2, 3, 0]), 0), 5, 1, 2)
+
+
+@case("save_checkpoint(path, model, ...)", "a model without a config (assembled by hand)", ValueError, "model", "config")
+def _(tmp):
+    m = tiny_model()
+    m.config = None
+    X.save_checkpoint(tmp / "c.safetensors", m, tiny_vocab(), tiny_vocab())
+
+
+@case("save_checkpoint(path, model, src_vocab, tgt_vocab)", "vocabularies of the wrong sizes", ValueError, "src_vocab", "src_vocab=11")
+def _(tmp): X.save_checkpoint(tmp / "c.safetensors", tiny_model(), X.Vocab(list(X.Vocab.SPECIALS)), tiny_vocab())
+
+
+@case("save_checkpoint(..., **info)", "info that JSON cannot hold", TypeError, "info")
+def _(tmp): X.save_checkpoint(tmp / "c.safetensors", tiny_model(), tiny_vocab(), tiny_vocab(), loss=torch.tensor(1.0))
+
+
+@case("load_checkpoint(path)", "a file that does not exist", FileNotFoundError, "missing.safetensors")
+def _(tmp): X.load_checkpoint(tmp / "missing.safetensors")
+
+
+@case("load_checkpoint(path)", "a truncated checkpoint", ValueError, "truncated or corrupt")
+def _(tmp):
+    path = tiny_checkpoint(tmp)
+    path.write_bytes(path.read_bytes()[:-100])
+    X.load_checkpoint(path)
+
+
+@case("load_checkpoint(path)", "a checkpoint with flipped bytes in its header", ValueError, "truncated or corrupt")
+def _(tmp):
+    path = tiny_checkpoint(tmp)
+    data = bytearray(path.read_bytes())
+    data[10:30] = b"#" * 20
+    path.write_bytes(bytes(data))
+    X.load_checkpoint(path)
+
+
+@case("load_checkpoint(path)", "a checkpoint with one bit of one weight flipped", ValueError, "sha256")
+def _(tmp):
+    path = tiny_checkpoint(tmp)
+    data = bytearray(path.read_bytes())
+    data[-3] ^= 0x01
+    path.write_bytes(bytes(data))
+    X.load_checkpoint(path)
+
+
+@case("load_checkpoint(path)", "a pickled torch.save file", ValueError, "not a readable checkpoint")
+def _(tmp):
+    torch.save(tiny_model().state_dict(), tmp / "model.pt")
+    X.load_checkpoint(tmp / "model.pt")
+
+
+@case("load_checkpoint(path)", "weights that do not fit the config", ValueError, "do not fit")
+def _(tmp):
+    from safetensors.torch import save_model
+
+    path = tiny_checkpoint(tmp)
+    from safetensors import safe_open
+    with safe_open(str(path), "pt") as handle:
+        metadata = handle.metadata()
+    metadata.pop("sha256")  # a file put together by hand: its own config, someone else's weights
+    save_model(tiny_model(d_model=16, d_ff=16, pad_idx=1), str(path), metadata)
+    X.load_checkpoint(path)
+
+
+@case("translate_tokens(model, sentences, ...)", "one string instead of a list", TypeError, "sentences", "translate()")
+def _(tmp):
+    model, src_vocab, tgt_vocab, _ = X.load_checkpoint(tiny_checkpoint(tmp))
+    X.translate_tokens(model, "ein hund", X.Tokenizer("de"), src_vocab, tgt_vocab)
+
+
+@case("translate(model, sentence)", "a model that carries no vocabularies", ValueError, "vocabularies", "load_checkpoint")
+def _(tmp): X.translate(tiny_model(), "ein hund")
+
+
+@case("translate(model, sentence)", "a list holding a non-string", TypeError, "sentence", "strings")
+def _(tmp): X.translate(X.load_checkpoint(tiny_checkpoint(tmp))[0], ["ein hund", 3])
+
+
+@case("translate(model, sentence, beam_size)", "beam_size 0", ValueError, "beam_size")
+def _(tmp): X.translate(X.load_checkpoint(tiny_checkpoint(tmp))[0], "ein hund", beam_size=0)
+
+
+@case("translate(model, sentence, src_vocab, tgt_vocab)", "vocabularies of another model", ValueError, "tgt_vocab", "tgt_vocab=11")
+def _(tmp): X.translate(tiny_model(), "ein hund", src_vocab=tiny_vocab(), tgt_vocab=X.Vocab(list(X.Vocab.SPECIALS)))
+
+
+@case("bleu(hypotheses, references)", "fewer hypotheses than references", ValueError, "hypotheses", "references")
+def _(tmp): X.bleu([["a", "dog"]], ["A dog.", "A cat."])
+
+
+@case("bleu(hypotheses, references)", "hypotheses as strings, not token lists", TypeError, "hypotheses", "token")
+def _(tmp): X.bleu(["a dog ."], ["A dog."])
+
+
+@case("bleu(hypotheses, references)", "nothing to score", ValueError, "references", "empty")
+def _(tmp): X.bleu([], [])
+
+
+@case("Recipe(...)", "epochs 0", ValueError, "epochs", "positive int")
+def _(tmp): X.Recipe(epochs=0)
+
+
+@case("Recipe(...)", "d_model not divisible by n_heads", ValueError, "d_model=100", "n_heads=8")
+def _(tmp): X.Recipe(d_model=100)
+
+
+@case("Recipe(...)", "dropout 1.0", ValueError, "dropout", "[0, 1)")
+def _(tmp): X.Recipe(dropout=1.0)
+
+
+@case("Recipe(...)", "length_penalty -1", ValueError, "length_penalty")
+def _(tmp): X.Recipe(length_penalty=-1.0)
+
+
+@case("Recipe.from_dict(values)", "a misspelt field", ValueError, "unknown", "epoch")
+def _(tmp): X.Recipe.from_dict({"epoch": 3})
+
+
+@case("average_checkpoints(paths)", "no paths", ValueError, "paths", "empty")
+def _(tmp): X.average_checkpoints([])
+
+
+@case("average_checkpoints(paths)", "checkpoints of two different models", ValueError, "does not share")
+def _(tmp):
+    a = tiny_checkpoint(tmp)
+    b = X.save_checkpoint(tmp / "b.safetensors", tiny_model(n_layers=2, pad_idx=1), tiny_vocab(), tiny_vocab())
+    X.average_checkpoints([a, b])
+
+
+@case("train_translation(recipe, out_dir)", "a budget name instead of a Recipe", TypeError, "recipe", "RECIPES")
+def _(tmp): X.train_translation("smoke", tmp / "run")
+
+
+@case("train_translation(recipe, out_dir)", "out_dir is an existing file", ValueError, "out_dir", "folder")
+def _(tmp):
+    (tmp / "run").write_text("notes")
+    X.train_translation(X.RECIPES["smoke"], tmp / "run")
+
+
+@case("attention_maps(model, src_ids, tgt_ids)", "an empty target", ValueError, "tgt_ids")
+def _(tmp): X.attention_maps(tiny_model(), [2, 3], [])
+
+
+@case("attention_maps(model, src_ids, tgt_ids)", "a source id past the vocabulary", ValueError, "src", "src_vocab=11")
+def _(tmp): X.attention_maps(tiny_model(), [2, 30], [1, 2])
+
+
+@case("attention_frame(maps, src_tokens, tgt_tokens)", "labels for another sentence", ValueError, "encoder", "source tokens")
+def _(tmp): X.attention_frame(X.attention_maps(tiny_model(), [2, 3], [1, 2]), ["ein"], ["<s>", "a"])
+
+
+@case("plot_attention_grid(maps, kind, ...)", "an unknown kind", ValueError, "kind", "'cross'")
+def _(tmp): X.plot_attention_grid({}, "self", [], [])
+
+
+@case("attention_chart(frame, kind)", "an unknown kind", ValueError, "kind", "'decoder'")
+def _(tmp): X.attention_chart(None, "enc-dec")
+
+
+# ---------------------------------------------------------------------------------------------- fast
+@case("use_fast_path(model)", "something that is not a module", TypeError, "model", "nn.Module")
+def _(tmp): F.use_fast_path("model")
+
+
+@case("FastLabelSmoothing(..., spread_over_all=True)", "the variant it does not implement", ValueError, "spread_over_all")
+def _(tmp): F.FastLabelSmoothing(11, 0, spread_over_all=True)
+
+
+@case("FastLabelSmoothing(log_probs, target)", "a target id equal to vocab_size", ValueError, "target", "[0, vocab_size=11)")
+def _(tmp): F.FastLabelSmoothing(11, 0)(torch.randn(2, 11).log_softmax(-1), ids(3, 11))
+
+
+@case("FusedMultiHeadAttention(..., mask)", "a float mask", TypeError, "mask", "boolean")
+def _(tmp): F.FusedMultiHeadAttention(8, 2)(x3(), x3(), x3(), torch.ones(2, 1, 1, 4))
+
+
+@case("FusedMultiHeadAttention(..., mask)", "a mask over the wrong number of keys", ValueError, "mask", "(2, 2, 4, 4)")
+def _(tmp): F.FusedMultiHeadAttention(8, 2)(x3(), x3(), x3(), torch.ones(2, 1, 1, 5, dtype=torch.bool))
+
+
+@case("matmul_peak(dtype, size)", "size 0", ValueError, "size")
+def _(tmp): F.matmul_peak(size=0)
+
+
+# ---------------------------------------------------------------------------------------------- runtime
+def _runtime():
+    from transformer_lib import runtime
+    return runtime
+
+
+@case("run_budget()", "BOOK_BUDGET set to a budget that does not exist", ValueError, "BOOK_BUDGET", "smoke")
+def _(tmp):
+    import os
+    old = os.environ.get("BOOK_BUDGET")
+    os.environ["BOOK_BUDGET"] = "fast"
+    try:
+        _runtime().run_budget()
+    finally:
+        if old is None:
+            os.environ.pop("BOOK_BUDGET")
+        else:
+            os.environ["BOOK_BUDGET"] = old
+
+
+@case("run_budget(name)", "a misspelt budget", ValueError, "name", "'smok'")
+def _(tmp): _runtime().run_budget("smok")
+
+
+@case("seed_everything(seed)", "a negative seed", ValueError, "seed")
+def _(tmp): _runtime().seed_everything(-1)
+
+
+# ---------------------------------------------------------------------------------------------- the table
+def message(c: Case, tmp: Path) -> str:
+    """The message the case gets, with the temporary folder written as <tmp>."""
+    try:
+        c.call(tmp)
+    except Exception as err:  # noqa: BLE001 - the table shows whatever comes out
+        text = f"{type(err).__name__}: {err}"
+        return text.replace(str(tmp), "<tmp>")
+    return "(no error)"
+
+
+def render(tmp_root: Path) -> str:
+    lines = [
+        "# Bad inputs and what they get",
+        "",
+        "Generated by `python tests/bad_inputs.py` from the cases in `tests/bad_inputs.py`; "
+        "`tests/test_bad_inputs.py` checks every case and that this table is current.",
+        "",
+        f"{len(CASES)} mistakes tried against the public entry points of `transformer_lib`; each is rejected before "
+        "anything is changed, with the message below.",
+        "",
+        "| entry point | mistake | message |",
+        "|---|---|---|",
+    ]
+    for i, c in enumerate(CASES):
+        tmp = tmp_root / f"case{i}"
+        tmp.mkdir(parents=True, exist_ok=True)
+        text = re.sub(r"\s+", " ", message(c, tmp)).replace("|", "\\|")
+        lines.append(f"| `{c.entry}` | {c.mistake} | {text} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as root:
+        DOC.parent.mkdir(exist_ok=True)
+        DOC.write_text(render(Path(root)), encoding="utf-8")
+    print(f"wrote {DOC} ({len(CASES)} cases)", file=sys.stderr)

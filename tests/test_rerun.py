@@ -1,0 +1,61 @@
+"""Running the book, and running a chapter again, leaves the repository clean and writes only where the README says.
+
+The run happens in a copy of this checkout (its files as they are now, committed in a fresh git repository), with
+HOME and TMPDIR pointed into the test's folder, so that every file the chapters write can be found afterwards.
+"""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Where a run may leave files outside the repository: the book's own cache (Multi30k, documented in the README),
+# and the folders Jupyter, IPython and matplotlib keep in every user's home.
+ALLOWED_IN_HOME = (".cache/transformer_lib", ".cache/matplotlib", ".config/matplotlib", ".local/share/jupyter",
+                   ".ipython", ".jupyter")
+# Ignored files a run may leave in the repository: chapter 6's checkpoints (notebooks/runs/) and Python's caches.
+ALLOWED_IGNORED = ("notebooks/runs/",)
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout
+
+
+def files_under(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+
+
+def test_book_run_twice_leaves_git_clean_and_writes_only_documented_places(tmp_path):
+    repo, home, tmp = tmp_path / "book", tmp_path / "home", tmp_path / "tmp"
+    home.mkdir()
+    tmp.mkdir()
+    for name in git(ROOT, "ls-files", "--cached", "--others", "--exclude-standard").splitlines():
+        if (ROOT / name).is_file():
+            (repo / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, repo / name)
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=book", "-c", "user.email=book@example.invalid", "commit", "-q", "-m", "copy")
+
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("XDG_", "JUPYTER_", "IPYTHONDIR", "MPLCONFIGDIR", "PYTEST_"))}
+    env.update(HOME=str(home), TMPDIR=str(tmp), PYTHONPATH=str(repo), BOOK_BUDGET="smoke")
+    book = [sys.executable, "-m", "transformer_lib.book"]
+    for command in (["run"], ["run", "6"], ["check"]):  # every chapter, then the one that writes files, again
+        result = subprocess.run(book + command, cwd=repo, env=env, capture_output=True, text=True, timeout=1500)
+        assert result.returncode == 0, result.stdout + result.stderr
+
+    changed = git(repo, "status", "--porcelain").splitlines()
+    assert changed, "book run wrote no notebook"
+    assert all(line.startswith(" M notebooks/") and line.endswith(".ipynb") for line in changed), changed
+    ignored = [line[3:] for line in git(repo, "status", "--porcelain", "--ignored").splitlines()
+               if line.startswith("!! ")]
+    unexpected = [p for p in ignored if not p.startswith(ALLOWED_IGNORED) and "__pycache__" not in p]
+    assert not unexpected, unexpected
+    assert (repo / "notebooks" / "runs" / "multi30k-smoke" / "model.safetensors").is_file()
+
+    outside = [p for p in files_under(home) if not p.startswith(ALLOWED_IN_HOME)]
+    assert not outside, f"written outside the repository and the documented caches: {outside}"
+    assert files_under(tmp) == [], "temporary files left behind"
