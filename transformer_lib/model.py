@@ -154,9 +154,12 @@ class EncoderDecoder(nn.Module):
 
 
 def _check_batch_of_ids(name: str, tokens) -> None:
+    """Raise unless tokens is a non-empty (batch, length) tensor of integer ids."""
     if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.numel() == 0:
         got = tuple(tokens.shape) if isinstance(tokens, torch.Tensor) else type(tokens).__name__
         raise ValueError(f"{name} must be a non-empty (batch, length) tensor of token ids, got {got}")
+    if tokens.dtype.is_floating_point or tokens.dtype.is_complex or tokens.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integer token ids (torch.long), got dtype {tokens.dtype}")
 
 
 # %% notebooks/04_model.ipynb cell 9

@@ -30,7 +30,7 @@ from tqdm import tqdm
 
 from transformer_lib.attention import padding_mask, subsequent_mask
 from transformer_lib.embeddings import _check_int, _check_token_ids
-from transformer_lib.model import EncoderDecoder, make_model
+from transformer_lib.model import EncoderDecoder, _check_batch_of_ids, make_model
 
 
 # %% notebooks/05_training.ipynb cell 6
@@ -52,10 +52,8 @@ class Batch:
 
     def __init__(self, src: torch.Tensor, tgt: torch.Tensor | None = None, pad_idx: int = 0):
         for name, t in (("src", src), ("tgt", tgt)):
-            if t is not None and (t.dtype.is_floating_point or t.dtype.is_complex or t.dtype == torch.bool):
-                raise TypeError(f"{name} must hold integer token ids (torch.long), got dtype {t.dtype}")
-        if src.dim() != 2 or src.numel() == 0:
-            raise ValueError(f"src must be a non-empty (batch, length) tensor of token ids, got shape {tuple(src.shape)}")
+            if t is not None:
+                _check_batch_of_ids(name, t)
         self.src, self.tgt, self.pad_idx = src, tgt, pad_idx
         self.src_mask = padding_mask(src, pad_idx)  # (B, 1, 1, Ls)
         if tgt is None:
@@ -137,6 +135,8 @@ def rate(step: int, d_model: int, factor: float = 1.0, warmup: int = 4000) -> fl
     """
     _check_int("d_model", d_model)
     _check_int("warmup", warmup)
+    if not factor > 0:
+        raise ValueError(f"factor must be positive, got {factor!r}")
     step = max(step, 1)
     return factor * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
@@ -146,9 +146,7 @@ def make_optimizer(model: nn.Module, d_model: int, factor: float = 1.0, warmup: 
 
     Call scheduler.step() once per optimizer step.
     """
-    rate(1, d_model, factor, warmup)  # a bad d_model or warmup fails here, not at the first step
-    if not factor > 0:
-        raise ValueError(f"factor must be positive, got {factor!r}")
+    rate(1, d_model, factor, warmup)  # a bad d_model, factor or warmup fails here, not at the first step
     optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)  # lr scaled by the schedule
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: rate(i + 1, d_model, factor, warmup))
     return optimizer, scheduler

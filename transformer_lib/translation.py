@@ -64,7 +64,7 @@ import torch
 from torch import nn
 
 from transformer_lib.attention import padding_mask, scaled_dot_product_attention, subsequent_mask
-from transformer_lib.embeddings import _check_int
+from transformer_lib.embeddings import _check_int, _check_probability
 from transformer_lib.model import EncoderDecoder, make_model
 from transformer_lib.training import Batch, LabelSmoothing, _check_decoding, evaluate, make_optimizer, train_epoch
 
@@ -789,8 +789,8 @@ class Recipe:
                 _check_int(name, getattr(self, name))
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
-        if not 0.0 <= self.dropout < 1.0 or not 0.0 <= self.smoothing < 1.0:
-            raise ValueError(f"dropout and smoothing must be in [0, 1), got {self.dropout} and {self.smoothing}")
+        _check_probability("dropout", self.dropout)
+        _check_probability("smoothing", self.smoothing)
         if not self.factor > 0:
             raise ValueError(f"factor must be positive, got {self.factor!r}")
         if self.clip_norm is not None and not self.clip_norm > 0:
