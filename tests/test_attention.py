@@ -7,7 +7,8 @@ import torch.nn.functional as F
 from torch import nn
 
 import transformer_lib.attention as attention
-from transformer_lib.attention import MultiHeadAttention, padding_mask, scaled_dot_product_attention, subsequent_mask
+from transformer_lib.attention import (MultiHeadAttention, mha_from_torch, padding_mask, scaled_dot_product_attention,
+                                       subsequent_mask)
 
 PAD = 0
 TOKENS = torch.tensor([[5, 3, 8, 2, 9, 4], [7, 1, 6, 0, 0, 0], [2, 2, 9, 3, 1, 0]])  # (B=3, L=6)
@@ -57,7 +58,7 @@ def compare_with_torch(use_padding: bool, use_causal: bool, d_model=64, n_heads=
     """Max abs differences (output, weights, input grad, weight grads) against nn.MultiheadAttention."""
     torch.manual_seed(0)
     theirs = nn.MultiheadAttention(d_model, n_heads, dropout=0.0, batch_first=True).eval()
-    ours = MultiHeadAttention.from_torch(theirs).eval()
+    ours = mha_from_torch(theirs).eval()
     B, L = TOKENS.shape
     x = torch.randn(B, L, d_model)
     memory = torch.randn(B, L, d_model)
@@ -193,4 +194,4 @@ def test_scaling_by_sqrt_d_model_is_caught(monkeypatch):
 
 def test_from_torch_rejects_unsupported_configurations():
     with pytest.raises(ValueError, match="kdim = vdim = embed_dim"):
-        MultiHeadAttention.from_torch(nn.MultiheadAttention(16, 4, kdim=8, vdim=8, batch_first=True))
+        mha_from_torch(nn.MultiheadAttention(16, 4, kdim=8, vdim=8, batch_first=True))

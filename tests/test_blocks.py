@@ -4,7 +4,8 @@ import torch
 from torch import nn
 
 from transformer_lib.attention import padding_mask, subsequent_mask
-from transformer_lib.blocks import DecoderLayer, EncoderLayer, LayerNorm, PositionwiseFeedForward, SublayerConnection
+from transformer_lib.blocks import (DecoderLayer, EncoderLayer, LayerNorm, PositionwiseFeedForward, SublayerConnection,
+                                    decoder_layer_from_torch, encoder_layer_from_torch)
 
 D_MODEL, N_HEADS, D_FF, PAD = 32, 4, 64, 0
 SRC = torch.tensor([[4, 8, 1, 9, 3, 0, 0], [5, 2, 7, 7, 1, 6, 2]])  # (B=2, Ls=7)
@@ -81,7 +82,7 @@ def compare_encoder_layer(layer_cls, norm_first: bool) -> float:
     theirs = randomized(nn.TransformerEncoderLayer(D_MODEL, N_HEADS, D_FF, dropout=0.0, batch_first=True,
                                                    norm_first=norm_first, layer_norm_eps=1e-6))
     ours = layer_cls(D_MODEL, N_HEADS, D_FF, dropout=0.0, norm_first=norm_first)
-    ours.load_state_dict(EncoderLayer.from_torch(theirs).state_dict(), strict=False)
+    ours.load_state_dict(encoder_layer_from_torch(theirs).state_dict(), strict=False)
     ours.eval()
     x = torch.randn(2, 7, D_MODEL)
     xo, xt = x.clone().requires_grad_(), x.clone().requires_grad_()
@@ -100,7 +101,7 @@ def compare_decoder_layer(layer_cls, norm_first: bool = False) -> float:
     theirs = randomized(nn.TransformerDecoderLayer(D_MODEL, N_HEADS, D_FF, dropout=0.0, batch_first=True,
                                                    norm_first=norm_first, layer_norm_eps=1e-6))
     ours = layer_cls(D_MODEL, N_HEADS, D_FF, dropout=0.0, norm_first=norm_first)
-    ours.load_state_dict(DecoderLayer.from_torch(theirs).state_dict(), strict=False)
+    ours.load_state_dict(decoder_layer_from_torch(theirs).state_dict(), strict=False)
     ours.eval()
     x, memory = torch.randn(2, 5, D_MODEL), torch.randn(2, 7, D_MODEL)
     xo, xt = x.clone().requires_grad_(), x.clone().requires_grad_()
@@ -138,9 +139,9 @@ def test_every_sublayer_has_its_own_norm_and_attention():
 
 def test_from_torch_rejects_layers_it_cannot_copy():
     with pytest.raises(ValueError, match="batch_first=True and activation='relu'"):
-        EncoderLayer.from_torch(nn.TransformerEncoderLayer(16, 2, 32, activation="gelu", batch_first=True))
+        encoder_layer_from_torch(nn.TransformerEncoderLayer(16, 2, 32, activation="gelu", batch_first=True))
     with pytest.raises(ValueError, match="batch_first=True"):
-        DecoderLayer.from_torch(nn.TransformerDecoderLayer(16, 2, 32))
+        decoder_layer_from_torch(nn.TransformerDecoderLayer(16, 2, 32))
 
 
 # Pitfalls: each buggy variant is one change to our DecoderLayer; the torch comparison that ours passes fails on it.

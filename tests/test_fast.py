@@ -1,4 +1,4 @@
-"""Chapter 7: every fast twin computes what its readable original computes."""
+"""Chapter 9: every fast twin computes what its readable original computes."""
 import sys
 from pathlib import Path
 

@@ -7,6 +7,7 @@ __all__ = [
     'padding_mask',
     'subsequent_mask',
     'MultiHeadAttention',
+    'mha_from_torch',
 ]
 
 # %% notebooks/02_attention.ipynb cell 2
@@ -15,26 +16,10 @@ import math
 import torch
 from torch import nn
 
-from transformer_lib.embeddings import _check_int, _check_probability, _check_vectors
+from transformer_lib.checks import check_attention_inputs, check_heads, check_int, check_mask, check_qkv
 
 
 # %% notebooks/02_attention.ipynb cell 5
-def _check_mask(mask: torch.Tensor, scores_shape: torch.Size, name: str = "mask") -> None:
-    """Raise a clear error, naming the argument, unless mask is boolean and broadcasts to scores_shape without growing it."""
-    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
-        kind = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
-        raise TypeError(f"{name} must be a boolean tensor (True where attention is allowed), got {kind}")
-    # each of the mask's dimensions, matched from the right, must be 1 or the scores' size
-    fits = mask.dim() <= len(scores_shape) and all(m in (1, s) for m, s in zip(reversed(mask.shape), reversed(scores_shape)))
-    if not fits:
-        hint = " (a (B, Lq, Lk) mask needs .unsqueeze(1) to broadcast over heads)" if mask.dim() == 3 and len(scores_shape) == 4 else ""
-        raise ValueError(
-            f"{name} of shape {tuple(mask.shape)} does not broadcast to the attention scores' shape "
-            f"{tuple(scores_shape)} (..., queries, keys){hint}"
-        )
-
-
-# %% notebooks/02_attention.ipynb cell 6
 def scaled_dot_product_attention(query, key, value, mask=None, dropout=None):
     """softmax(query @ key^T / sqrt(d_k)) @ value (section 3.2.1).
 
@@ -49,18 +34,11 @@ def scaled_dot_product_attention(query, key, value, mask=None, dropout=None):
         output: (..., Lq, d_v).
         weights: (..., Lq, Lk), before dropout; rows sum to 1, or are all zero where the mask allows no key.
     """
-    for name, t in (("query", query), ("key", key), ("value", value)):
-        if not isinstance(t, torch.Tensor) or t.dim() < 2:
-            got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
-            raise ValueError(f"{name} must be a tensor of shape (..., length, d_k), got {got}")
-    if query.size(-1) != key.size(-1):
-        raise ValueError(f"query and key must share their last dimension d_k, got {query.size(-1)} and {key.size(-1)}")
-    if key.size(-2) != value.size(-2):
-        raise ValueError(f"key and value must have the same length, got {key.size(-2)} and {value.size(-2)}")
+    check_qkv(query, key, value)
     d_k = query.size(-1)
     scores = query @ key.transpose(-2, -1) / math.sqrt(d_k)  # (..., Lq, Lk)
     if mask is not None:
-        _check_mask(mask, scores.shape)
+        check_mask(mask, scores.shape)
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = scores.softmax(dim=-1)  # (..., Lq, Lk)
     if mask is not None:
@@ -69,7 +47,7 @@ def scaled_dot_product_attention(query, key, value, mask=None, dropout=None):
     return mixed @ value, weights  # (..., Lq, d_v), (..., Lq, Lk)
 
 
-# %% notebooks/02_attention.ipynb cell 10
+# %% notebooks/02_attention.ipynb cell 9
 def padding_mask(tokens: torch.Tensor, pad_idx: int) -> torch.Tensor:
     """True at real tokens, False at padding, shaped to broadcast over heads and queries.
 
@@ -88,11 +66,11 @@ def subsequent_mask(size: int, device=None) -> torch.Tensor:
     Shape:
         output: (1, size, size) boolean.
     """
-    _check_int("size", size)
+    check_int("size", size)
     return torch.ones(size, size, dtype=torch.bool, device=device).tril().unsqueeze(0)  # (1, size, size)
 
 
-# %% notebooks/02_attention.ipynb cell 13
+# %% notebooks/02_attention.ipynb cell 12
 class MultiHeadAttention(nn.Module):
     """Multi-head attention (section 3.2.2).
 
@@ -119,11 +97,7 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.1):
         super().__init__()
-        _check_int("d_model", d_model)
-        _check_int("n_heads", n_heads)
-        _check_probability("dropout", dropout)
-        if d_model % n_heads != 0:
-            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}; each head needs d_model // n_heads dimensions")
+        check_heads(d_model, n_heads, dropout)
         self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
         self.w_q = nn.Linear(d_model, d_model)
         self.w_k = nn.Linear(d_model, d_model)
@@ -138,7 +112,7 @@ class MultiHeadAttention(nn.Module):
         return x.view(B, L, self.n_heads, self.d_k).transpose(1, 2)  # (B, n_heads, L, d_k)
 
     def forward(self, query, key, value, mask=None):
-        self._check_inputs(query, key, value)
+        check_attention_inputs(self.d_model, self.n_heads, query, key, value, mask)
         B, Lq, _ = query.shape
         q = self.split_heads(self.w_q(query))  # (B, n_heads, Lq, d_k)
         k = self.split_heads(self.w_k(key))  # (B, n_heads, Lk, d_k)
@@ -148,28 +122,21 @@ class MultiHeadAttention(nn.Module):
         x = x.transpose(1, 2).reshape(B, Lq, self.d_model)  # (B, Lq, d_model): heads concatenated
         return self.w_o(x)  # (B, Lq, d_model)
 
-    def _check_inputs(self, query, key, value):
-        for name, t in (("query", query), ("key", key), ("value", value)):
-            _check_vectors(name, t, self.d_model)
-        if not query.size(0) == key.size(0) == value.size(0):
-            raise ValueError(f"query, key and value must have the same batch size, got {query.size(0)}, {key.size(0)}, {value.size(0)}")
-        if key.size(1) != value.size(1):
-            raise ValueError(f"key and value must have the same length, got {key.size(1)} and {value.size(1)}")
 
-    @classmethod
-    def from_torch(cls, mha: nn.MultiheadAttention) -> "MultiHeadAttention":
-        """A MultiHeadAttention holding a copy of the weights of a torch.nn.MultiheadAttention.
+# %% notebooks/02_attention.ipynb cell 20
+def mha_from_torch(mha: nn.MultiheadAttention) -> MultiHeadAttention:
+    """A MultiHeadAttention holding a copy of the weights of a torch.nn.MultiheadAttention.
 
-        The source must project queries, keys and values from d_model each, with biases (PyTorch's defaults).
-        """
-        if not mha._qkv_same_embed_dim or mha.in_proj_bias is None or mha.bias_k is not None:
-            raise ValueError("mha must use kdim = vdim = embed_dim, bias=True and add_bias_kv=False")
-        ours = cls(mha.embed_dim, mha.num_heads, dropout=mha.dropout)
-        w_q, w_k, w_v = mha.in_proj_weight.detach().chunk(3)  # each (d_model, d_model)
-        b_q, b_k, b_v = mha.in_proj_bias.detach().chunk(3)  # each (d_model,)
-        with torch.no_grad():
-            for linear, w, b in ((ours.w_q, w_q, b_q), (ours.w_k, w_k, b_k), (ours.w_v, w_v, b_v),
-                                 (ours.w_o, mha.out_proj.weight, mha.out_proj.bias)):
-                linear.weight.copy_(w)
-                linear.bias.copy_(b)
-        return ours.to(mha.in_proj_weight.device)
+    The source must project queries, keys and values from d_model each, with biases (PyTorch's defaults).
+    """
+    if not mha._qkv_same_embed_dim or mha.in_proj_bias is None or mha.bias_k is not None:
+        raise ValueError("mha must use kdim = vdim = embed_dim, bias=True and add_bias_kv=False")
+    ours = MultiHeadAttention(mha.embed_dim, mha.num_heads, dropout=mha.dropout)
+    w_q, w_k, w_v = mha.in_proj_weight.detach().chunk(3)  # each (d_model, d_model)
+    b_q, b_k, b_v = mha.in_proj_bias.detach().chunk(3)  # each (d_model,)
+    with torch.no_grad():
+        for linear, w, b in ((ours.w_q, w_q, b_q), (ours.w_k, w_k, b_k), (ours.w_v, w_v, b_v),
+                             (ours.w_o, mha.out_proj.weight, mha.out_proj.bias)):
+            linear.weight.copy_(w)
+            linear.bias.copy_(b)
+    return ours.to(mha.in_proj_weight.device)

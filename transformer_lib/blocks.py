@@ -8,16 +8,16 @@ __all__ = [
     'SublayerConnection',
     'EncoderLayer',
     'DecoderLayer',
+    'encoder_layer_from_torch',
+    'decoder_layer_from_torch',
 ]
 
 # %% notebooks/03_blocks.ipynb cell 2
-import copy
-
 import torch
 from torch import nn
 
-from transformer_lib.attention import MultiHeadAttention, _check_mask
-from transformer_lib.embeddings import _check_int, _check_probability, _check_vectors
+from transformer_lib.attention import MultiHeadAttention, mha_from_torch
+from transformer_lib.checks import check_ints, check_last_dim, check_layer_inputs, check_positive, check_probability, check_vectors
 
 
 # %% notebooks/03_blocks.ipynb cell 5
@@ -35,22 +35,17 @@ class LayerNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-6):
         super().__init__()
-        _check_int("d_model", d_model)
-        if not eps > 0:
-            raise ValueError(f"eps must be positive, got {eps!r}")
+        check_ints(d_model=d_model)
+        check_positive("eps", eps)
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(d_model))  # gain, gamma
         self.bias = nn.Parameter(torch.zeros(d_model))  # beta
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self._check_input(x)
+        check_last_dim(x, self.weight.size(0))
         mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
         var = x.var(dim=-1, unbiased=False, keepdim=True)  # (..., 1), biased: divides by d_model
         return self.weight * (x - mean) / torch.sqrt(var + self.eps) + self.bias  # (..., d_model)
-
-    def _check_input(self, x: torch.Tensor) -> None:
-        if x.size(-1) != self.weight.size(0):  # else the weights broadcast against the wrong axis, or fail deep inside
-            raise ValueError(f"x must have last dimension d_model={self.weight.size(0)}, got shape {tuple(x.shape)}")
 
 
 # %% notebooks/03_blocks.ipynb cell 8
@@ -69,15 +64,14 @@ class PositionwiseFeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.1):
         super().__init__()
-        _check_int("d_model", d_model)
-        _check_int("d_ff", d_ff)
-        _check_probability("dropout", dropout)
+        check_ints(d_model=d_model, d_ff=d_ff)
+        check_probability("dropout", dropout)
         self.w_1 = nn.Linear(d_model, d_ff)
         self.w_2 = nn.Linear(d_ff, d_model)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        _check_vectors("x", x, self.w_1.in_features)
+        check_vectors("x", x, self.w_1.in_features)
         return self.w_2(self.dropout(self.w_1(x).relu()))  # (B, L, d_ff) -> (B, L, d_model)
 
 
@@ -101,7 +95,7 @@ class SublayerConnection(nn.Module):
 
     def __init__(self, d_model: int, dropout: float = 0.1, norm_first: bool = False, eps: float = 1e-6):
         super().__init__()
-        _check_probability("dropout", dropout)
+        check_probability("dropout", dropout)
         self.norm = LayerNorm(d_model, eps)
         self.dropout = nn.Dropout(dropout)
         self.norm_first = norm_first
@@ -113,31 +107,6 @@ class SublayerConnection(nn.Module):
 
 
 # %% notebooks/03_blocks.ipynb cell 12
-def _check_layer_inputs(attn: MultiHeadAttention, x, memory=None, **masks) -> None:
-    """Check a layer's inputs and masks by the names the caller knows, before any attention runs."""
-    _check_vectors("x", x, attn.d_model)
-    B, L = x.shape[:2]
-    keys = {"mask": L, "tgt_mask": L}
-    if memory is not None:
-        _check_vectors("memory", memory, attn.d_model)
-        if memory.size(0) != B:
-            raise ValueError(f"memory must have the batch size of x, {B}, got {memory.size(0)}")
-        keys["src_mask"] = memory.size(1)
-    for name, mask in masks.items():
-        if mask is not None:
-            _check_mask(mask, (B, attn.n_heads, L, keys[name]), name)
-
-
-def _torch_layer_options(layer: nn.Module) -> dict:
-    """Our constructor's arguments for a torch.nn.Transformer*Layer; it must use batch_first=True and ReLU."""
-    relu = getattr(layer, "activation_relu_or_gelu", 0) == 1 or layer.activation is torch.nn.functional.relu
-    if not layer.self_attn.batch_first or not relu:
-        raise ValueError("layer must be built with batch_first=True and activation='relu'")
-    return dict(d_model=layer.self_attn.embed_dim, n_heads=layer.self_attn.num_heads, d_ff=layer.linear1.out_features,
-                dropout=layer.dropout.p, norm_first=layer.norm_first, eps=layer.norm1.eps)
-
-
-# %% notebooks/03_blocks.ipynb cell 13
 class EncoderLayer(nn.Module):
     """Self-attention, then a feed-forward network, each in a residual sublayer connection (section 3.1).
 
@@ -163,19 +132,12 @@ class EncoderLayer(nn.Module):
         self.sublayers = nn.ModuleList(SublayerConnection(d_model, dropout, norm_first, eps) for _ in range(2))
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        _check_layer_inputs(self.self_attn, x, mask=mask)
+        check_layer_inputs(self.self_attn, x, mask=mask)
         x = self.sublayers[0](x, lambda x: self.self_attn(x, x, x, mask))  # (B, L, d_model)
         return self.sublayers[1](x, self.feed_forward)  # (B, L, d_model)
 
-    @classmethod
-    def from_torch(cls, layer: nn.TransformerEncoderLayer) -> "EncoderLayer":
-        """An EncoderLayer holding a copy of the weights of an nn.TransformerEncoderLayer (batch_first, relu)."""
-        ours = cls(**_torch_layer_options(layer))
-        ours.self_attn = MultiHeadAttention.from_torch(layer.self_attn)
-        _copy_feed_forward_and_norms(ours, layer, n_norms=2)
-        return ours.to(layer.linear1.weight.device)
 
-
+# %% notebooks/03_blocks.ipynb cell 14
 class DecoderLayer(nn.Module):
     """Masked self-attention, cross-attention over the encoder memory, feed-forward (section 3.1).
 
@@ -199,19 +161,37 @@ class DecoderLayer(nn.Module):
         self.sublayers = nn.ModuleList(SublayerConnection(d_model, dropout, norm_first, eps) for _ in range(3))
 
     def forward(self, x, memory, src_mask=None, tgt_mask=None):
-        _check_layer_inputs(self.self_attn, x, memory, src_mask=src_mask, tgt_mask=tgt_mask)
+        check_layer_inputs(self.self_attn, x, memory, src_mask=src_mask, tgt_mask=tgt_mask)
         x = self.sublayers[0](x, lambda x: self.self_attn(x, x, x, tgt_mask))  # (B, Lt, d_model)
         x = self.sublayers[1](x, lambda x: self.src_attn(x, memory, memory, src_mask))  # queries: x; keys, values: memory
         return self.sublayers[2](x, self.feed_forward)  # (B, Lt, d_model)
 
-    @classmethod
-    def from_torch(cls, layer: nn.TransformerDecoderLayer) -> "DecoderLayer":
-        """A DecoderLayer holding a copy of the weights of an nn.TransformerDecoderLayer (batch_first, relu)."""
-        ours = cls(**_torch_layer_options(layer))
-        ours.self_attn = MultiHeadAttention.from_torch(layer.self_attn)
-        ours.src_attn = MultiHeadAttention.from_torch(layer.multihead_attn)
-        _copy_feed_forward_and_norms(ours, layer, n_norms=3)
-        return ours.to(layer.linear1.weight.device)
+
+# %% notebooks/03_blocks.ipynb cell 20
+def encoder_layer_from_torch(layer: nn.TransformerEncoderLayer) -> EncoderLayer:
+    """An EncoderLayer holding a copy of the weights of an nn.TransformerEncoderLayer (batch_first, relu)."""
+    ours = EncoderLayer(**_torch_layer_options(layer))
+    ours.self_attn = mha_from_torch(layer.self_attn)
+    _copy_feed_forward_and_norms(ours, layer, n_norms=2)
+    return ours.to(layer.linear1.weight.device)
+
+
+def decoder_layer_from_torch(layer: nn.TransformerDecoderLayer) -> DecoderLayer:
+    """A DecoderLayer holding a copy of the weights of an nn.TransformerDecoderLayer (batch_first, relu)."""
+    ours = DecoderLayer(**_torch_layer_options(layer))
+    ours.self_attn = mha_from_torch(layer.self_attn)
+    ours.src_attn = mha_from_torch(layer.multihead_attn)
+    _copy_feed_forward_and_norms(ours, layer, n_norms=3)
+    return ours.to(layer.linear1.weight.device)
+
+
+def _torch_layer_options(layer: nn.Module) -> dict:
+    """Our constructor's arguments for a torch.nn.Transformer*Layer; it must use batch_first=True and ReLU."""
+    relu = getattr(layer, "activation_relu_or_gelu", 0) == 1 or layer.activation is torch.nn.functional.relu
+    if not layer.self_attn.batch_first or not relu:
+        raise ValueError("layer must be built with batch_first=True and activation='relu'")
+    return dict(d_model=layer.self_attn.embed_dim, n_heads=layer.self_attn.num_heads, d_ff=layer.linear1.out_features,
+                dropout=layer.dropout.p, norm_first=layer.norm_first, eps=layer.norm1.eps)
 
 
 def _copy_feed_forward_and_norms(ours: nn.Module, layer: nn.Module, n_norms: int) -> None:

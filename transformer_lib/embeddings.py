@@ -15,42 +15,10 @@ import math
 import torch
 from torch import nn
 
-
-# %% notebooks/01_embeddings.ipynb cell 5
-def _check_int(name: str, value, low: int = 1) -> None:
-    """Raise unless value is an int (not a bool) >= low, naming the argument."""
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be {'a positive int' if low == 1 else f'an int >= {low}'}, got {value}")
+from transformer_lib.checks import check_embedding, check_ints, check_probability, check_sequence, check_token_ids
 
 
-def _check_probability(name: str, value) -> None:
-    """Raise unless value is a number in [0, 1) (a dropout or smoothing probability)."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0.0 <= value < 1.0:
-        raise ValueError(f"{name} must be a probability in [0, 1), got {value!r}")
-
-
-def _check_vectors(name: str, x, d_model: int) -> None:
-    """Raise unless x is a (batch, length, d_model) tensor."""
-    if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.size(-1) != d_model:
-        got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-        raise ValueError(f"{name} must have shape (batch, length, d_model={d_model}), got {got}")
-
-
-def _check_token_ids(name: str, tokens, vocab_size: int, vocab_name: str = "vocab_size") -> None:
-    """Raise unless tokens is an integer tensor with every id in [0, vocab_size)."""
-    if not isinstance(tokens, torch.Tensor):
-        raise TypeError(f"{name} must be a tensor of token ids, got {type(tokens).__name__}")
-    if tokens.dtype.is_floating_point or tokens.dtype.is_complex or tokens.dtype == torch.bool:
-        raise TypeError(f"{name} must hold integer token ids (torch.long), got dtype {tokens.dtype}")
-    if tokens.numel():
-        low, high = (v.item() for v in torch.aminmax(tokens))
-        if low < 0 or high >= vocab_size:
-            raise ValueError(f"{name} must lie in [0, {vocab_name}={vocab_size}), got values from {low} to {high}")
-
-
-# %% notebooks/01_embeddings.ipynb cell 8
+# %% notebooks/01_embeddings.ipynb cell 6
 class TokenEmbedding(nn.Module):
     """Token ids to vectors, scaled by sqrt(d_model) (section 3.4).
 
@@ -71,12 +39,7 @@ class TokenEmbedding(nn.Module):
 
     def __init__(self, vocab_size: int, d_model: int, padding_idx: int | None = None):
         super().__init__()
-        _check_int("vocab_size", vocab_size)
-        _check_int("d_model", d_model)
-        if padding_idx is not None:
-            _check_int("padding_idx", padding_idx, low=0)
-            if padding_idx >= vocab_size:
-                raise ValueError(f"padding_idx={padding_idx} is not a token id in [0, vocab_size={vocab_size})")
+        check_embedding(vocab_size, d_model, padding_idx)
         self.vocab_size, self.d_model = vocab_size, d_model
         self.embedding = nn.Embedding(vocab_size, d_model, padding_idx=padding_idx)
         nn.init.normal_(self.embedding.weight, std=d_model**-0.5)  # scaled by sqrt(d_model): unit variance
@@ -85,26 +48,14 @@ class TokenEmbedding(nn.Module):
                 self.embedding.weight[padding_idx].zero_()
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        _check_token_ids("tokens", tokens, self.vocab_size)
+        check_token_ids("tokens", tokens, self.vocab_size)
         return self.embedding(tokens) * math.sqrt(self.d_model)  # (B, L, d_model)
 
 
-# %% notebooks/01_embeddings.ipynb cell 12
-def _check_sequence(x: torch.Tensor, d_model: int, max_len: int, owner: str) -> None:
-    """Raise a clear error unless x is (B, L, d_model) with L <= max_len."""
-    _check_vectors("x", x, d_model)
-    if x.size(1) > max_len:
-        raise ValueError(
-            f"sequence length {x.size(1)} is longer than max_len={max_len} of this {owner}; "
-            f"build it with max_len >= {x.size(1)}"
-        )
-
-
-# %% notebooks/01_embeddings.ipynb cell 13
+# %% notebooks/01_embeddings.ipynb cell 10
 def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
     """The (max_len, d_model) table of section 3.5: sines in even dimensions, cosines in odd ones."""
-    _check_int("max_len", max_len)
-    _check_int("d_model", d_model)
+    check_ints(max_len=max_len, d_model=d_model)
     position = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)  # (max_len, 1)
     freqs = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float64) * (-math.log(10000.0) / d_model))  # (ceil(d/2),)
     table = torch.zeros(max_len, d_model, dtype=torch.float64)
@@ -133,17 +84,17 @@ class PositionalEncoding(nn.Module):
 
     def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.0):
         super().__init__()
-        _check_probability("dropout", dropout)
+        check_probability("dropout", dropout)
         self.d_model, self.max_len = d_model, max_len
         self.dropout = nn.Dropout(dropout)
         self.register_buffer("pe", sinusoidal_table(max_len, d_model).unsqueeze(0), persistent=False)  # (1, max_len, d_model)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        _check_sequence(x, self.d_model, self.max_len, type(self).__name__)
+        check_sequence(x, self.d_model, self.max_len, type(self).__name__)
         return self.dropout(x + self.pe[:, : x.size(1)].to(x.dtype))  # (B, L, d_model)
 
 
-# %% notebooks/01_embeddings.ipynb cell 23
+# %% notebooks/01_embeddings.ipynb cell 20
 class LearnedPositionalEmbedding(nn.Module):
     """Adds a trainable vector per position to its input, then applies dropout (the alternative of section 3.5).
 
@@ -159,15 +110,14 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def __init__(self, d_model: int, max_len: int = 512, dropout: float = 0.0):
         super().__init__()
-        _check_int("d_model", d_model)
-        _check_int("max_len", max_len)
-        _check_probability("dropout", dropout)
+        check_ints(d_model=d_model, max_len=max_len)
+        check_probability("dropout", dropout)
         self.d_model, self.max_len = d_model, max_len
         self.embedding = nn.Embedding(max_len, d_model)
         nn.init.normal_(self.embedding.weight, std=d_model**-0.5)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        _check_sequence(x, self.d_model, self.max_len, type(self).__name__)
+        check_sequence(x, self.d_model, self.max_len, type(self).__name__)
         positions = torch.arange(x.size(1), device=x.device)  # (L,)
         return self.dropout(x + self.embedding(positions))  # (B, L, d_model) + (L, d_model)

@@ -20,10 +20,9 @@ from dataclasses import asdict, dataclass, fields
 import torch
 from torch import nn
 
-from transformer_lib.attention import _check_mask
-from transformer_lib.blocks import DecoderLayer, EncoderLayer, LayerNorm
-from transformer_lib.embeddings import (LearnedPositionalEmbedding, PositionalEncoding, TokenEmbedding, _check_int,
-                                        _check_probability, _check_token_ids)
+from transformer_lib.blocks import DecoderLayer, EncoderLayer, LayerNorm, decoder_layer_from_torch, encoder_layer_from_torch
+from transformer_lib.checks import check_config, check_ints, check_model_tokens, check_options, check_same_batch, check_src_tgt
+from transformer_lib.embeddings import LearnedPositionalEmbedding, PositionalEncoding, TokenEmbedding
 
 
 # %% notebooks/04_model.ipynb cell 5
@@ -42,7 +41,7 @@ class Encoder(nn.Module):
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
                  norm_first: bool = False, final_norm: bool | None = None, eps: float = 1e-6):
         super().__init__()
-        _check_int("n_layers", n_layers)
+        check_ints(n_layers=n_layers)
         self.layers = nn.ModuleList(EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first, eps) for _ in range(n_layers))
         self.norm = LayerNorm(d_model, eps) if (norm_first if final_norm is None else final_norm) else nn.Identity()
 
@@ -68,7 +67,7 @@ class Decoder(nn.Module):
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
                  norm_first: bool = False, final_norm: bool | None = None, eps: float = 1e-6):
         super().__init__()
-        _check_int("n_layers", n_layers)
+        check_ints(n_layers=n_layers)
         self.layers = nn.ModuleList(DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first, eps) for _ in range(n_layers))
         self.norm = LayerNorm(d_model, eps) if (norm_first if final_norm is None else final_norm) else nn.Identity()
 
@@ -78,6 +77,7 @@ class Decoder(nn.Module):
         return self.norm(x)
 
 
+# %% notebooks/04_model.ipynb cell 7
 class Generator(nn.Module):
     """Linear projection to the vocabulary followed by log-softmax (section 3.4).
 
@@ -94,7 +94,7 @@ class Generator(nn.Module):
         return self.proj(x).log_softmax(dim=-1)  # (B, Lt, vocab_size)
 
 
-# %% notebooks/04_model.ipynb cell 7
+# %% notebooks/04_model.ipynb cell 9
 class EncoderDecoder(nn.Module):
     """The Transformer: embeddings, encoder, decoder and generator (section 3, figure 1).
 
@@ -122,47 +122,20 @@ class EncoderDecoder(nn.Module):
         self.config = config
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
-        self._check_tokens("src", src, self.src_embed)
-        if src_mask is not None and len(self.encoder.layers):
-            n_heads = self.encoder.layers[0].self_attn.n_heads
-            _check_mask(src_mask, (src.size(0), n_heads, src.size(1), src.size(1)), "src_mask")
+        check_model_tokens("src", src, self.src_embed, src_mask, self.encoder)
         return self.encoder(self.src_embed(src), src_mask)  # (B, Ls, d_model): the memory
 
     def decode(self, memory, src_mask, tgt, tgt_mask=None):
-        self._check_tokens("tgt", tgt, self.tgt_embed)
-        if memory.size(0) != tgt.size(0):
-            raise ValueError(f"memory and tgt must have the same batch size, got {memory.size(0)} and {tgt.size(0)}")
+        check_model_tokens("tgt", tgt, self.tgt_embed)
+        check_same_batch("memory", memory, "tgt", tgt)
         return self.decoder(self.tgt_embed(tgt), memory, src_mask, tgt_mask)  # (B, Lt, d_model)
 
     def forward(self, src, tgt, src_mask=None, tgt_mask=None):
-        for name, tokens in (("src", src), ("tgt", tgt)):
-            _check_batch_of_ids(name, tokens)
-        if src.size(0) != tgt.size(0):
-            raise ValueError(f"src and tgt must have the same batch size, got {src.size(0)} and {tgt.size(0)}")
+        check_src_tgt(src, tgt)
         return self.generator(self.decode(self.encode(src, src_mask), src_mask, tgt, tgt_mask))  # (B, Lt, tgt_vocab)
 
-    @staticmethod
-    def _check_tokens(name: str, tokens, embed: nn.Module) -> None:
-        """Token ids the embedding can take: (B, L), integers within its vocabulary, no longer than its positions."""
-        _check_batch_of_ids(name, tokens)
-        for module in embed.modules():
-            if isinstance(module, TokenEmbedding):
-                _check_token_ids(name, tokens, module.vocab_size, f"{name}_vocab")
-            elif isinstance(module, (PositionalEncoding, LearnedPositionalEmbedding)) and tokens.size(1) > module.max_len:
-                raise ValueError(f"{name} has length {tokens.size(1)}, longer than the model's max_len={module.max_len} "
-                                 f"positions; build the model with max_len >= {tokens.size(1)}")
 
-
-def _check_batch_of_ids(name: str, tokens) -> None:
-    """Raise unless tokens is a non-empty (batch, length) tensor of integer ids."""
-    if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.numel() == 0:
-        got = tuple(tokens.shape) if isinstance(tokens, torch.Tensor) else type(tokens).__name__
-        raise ValueError(f"{name} must be a non-empty (batch, length) tensor of token ids, got {got}")
-    if tokens.dtype.is_floating_point or tokens.dtype.is_complex or tokens.dtype == torch.bool:
-        raise TypeError(f"{name} must hold integer token ids (torch.long), got dtype {tokens.dtype}")
-
-
-# %% notebooks/04_model.ipynb cell 9
+# %% notebooks/04_model.ipynb cell 11
 @dataclass
 class ModelConfig:
     """Every hyperparameter of make_model, by name; round-trips through dict and JSON."""
@@ -182,29 +155,14 @@ class ModelConfig:
     eps: float = 1e-6
 
     def __post_init__(self):
-        for name in ("src_vocab", "tgt_vocab", "n_layers", "d_model", "d_ff", "n_heads", "max_len"):
-            _check_int(name, getattr(self, name))
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
-        _check_probability("dropout", self.dropout)
-        if self.pad_idx is not None:
-            _check_int("pad_idx", self.pad_idx, low=0)
-            if self.pad_idx >= min(self.src_vocab, self.tgt_vocab):
-                raise ValueError(f"pad_idx={self.pad_idx} must be a token id of both vocabularies, "
-                                 f"in [0, {min(self.src_vocab, self.tgt_vocab)})")
-        if not self.eps > 0:
-            raise ValueError(f"eps must be positive, got {self.eps!r}")
-        if self.share_embeddings and self.src_vocab != self.tgt_vocab:
-            raise ValueError(f"share_embeddings needs one vocabulary, got src_vocab={self.src_vocab}, tgt_vocab={self.tgt_vocab}")
+        check_config(self)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict) -> "ModelConfig":
-        unknown = set(data) - {f.name for f in fields(cls)}
-        if unknown:
-            raise ValueError(f"unknown ModelConfig keys: {', '.join(sorted(unknown))}")
+        check_options("ModelConfig keys", data, [f.name for f in fields(cls)])
         return cls(**data)
 
     def to_json(self) -> str:
@@ -215,6 +173,7 @@ class ModelConfig:
         return cls.from_dict(json.loads(text))
 
 
+# %% notebooks/04_model.ipynb cell 13
 def build_model(config: ModelConfig) -> EncoderDecoder:
     """The EncoderDecoder a ModelConfig describes, Xavier-initialized."""
     c = config
@@ -252,28 +211,26 @@ def make_model(src_vocab: int, tgt_vocab: int, n_layers: int = 6, d_model: int =
         >>> model(torch.randint(11, (2, 7)), torch.randint(11, (2, 5))).shape
         torch.Size([2, 5, 11])
     """
-    unknown = set(options) - {f.name for f in fields(ModelConfig)}
-    if unknown:
-        raise ValueError(f"unknown make_model options: {', '.join(sorted(unknown))}; "
-                         f"the options are {', '.join(f.name for f in fields(ModelConfig)[7:])}")
+    names = [f.name for f in fields(ModelConfig)]
+    check_options("make_model options", options, names, listed=names[7:])
     return build_model(ModelConfig(src_vocab, tgt_vocab, n_layers, d_model, d_ff, n_heads, dropout, **options))
 
 
-# %% notebooks/04_model.ipynb cell 18
+# %% notebooks/04_model.ipynb cell 22
 def load_torch_transformer(model: EncoderDecoder, transformer: nn.Transformer) -> EncoderDecoder:
     """Copy the weights of an nn.Transformer (batch_first, relu) into model's encoder and decoder stacks.
 
     The stacks must match: same number of layers, sizes, norm_first, and a final norm exactly where it has one.
     Embeddings and generator are not part of nn.Transformer and stay as they are.
     """
-    for ours, theirs, layer_cls, name in ((model.encoder, transformer.encoder, EncoderLayer, "encoder"),
-                                          (model.decoder, transformer.decoder, DecoderLayer, "decoder")):
+    for ours, theirs, from_torch, name in ((model.encoder, transformer.encoder, encoder_layer_from_torch, "encoder"),
+                                          (model.decoder, transformer.decoder, decoder_layer_from_torch, "decoder")):
         if len(ours.layers) != len(theirs.layers):
             raise ValueError(f"{name}: model has {len(ours.layers)} layers, transformer {len(theirs.layers)}")
         if isinstance(ours.norm, LayerNorm) != (theirs.norm is not None):
             raise ValueError(f"{name}: a final norm in one stack and not the other; set final_norm to match")
         for mine, other in zip(ours.layers, theirs.layers):
-            mine.load_state_dict(layer_cls.from_torch(other).state_dict())
+            mine.load_state_dict(from_torch(other).state_dict())
         if theirs.norm is not None:
             ours.norm.load_state_dict(theirs.norm.state_dict())
     return model

@@ -1,5 +1,5 @@
 # Hand-written tool module (not generated from a notebook).
-"""Where and how the book runs: the device, the run budget, the random seed.
+"""Where and how the book runs: the device, the run budget, the random seed, the processes of a distributed run.
 
 Every chapter starts with::
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["BUDGETS", "BUDGET_ENV", "default_device", "run_budget", "seed_everything"]
+__all__ = ["BUDGETS", "BUDGET_ENV", "default_device", "run_budget", "seed_everything", "world_size", "all_reduce_sum"]
 
 BUDGETS = ("smoke", "cpu", "full")
 BUDGET_ENV = "BOOK_BUDGET"
@@ -75,3 +75,15 @@ def seed_everything(seed: int = 0) -> None:
     except ImportError:  # pragma: no cover - numpy ships with the book's requirements
         return
     np.random.seed(seed)
+
+
+def world_size(model) -> int:
+    """Number of processes `model` trains in: theirs under DistributedDataParallel, else 1."""
+    return torch.distributed.get_world_size() if isinstance(model, torch.nn.parallel.DistributedDataParallel) else 1
+
+
+def all_reduce_sum(value: float, device) -> float:
+    """The sum of `value` over all processes of the default process group."""
+    t = torch.tensor(value, dtype=torch.float64 if device.type != "mps" else torch.float32, device=device)
+    torch.distributed.all_reduce(t)
+    return t.item()

@@ -29,8 +29,10 @@ from torch import nn
 from tqdm import tqdm
 
 from transformer_lib.attention import padding_mask, subsequent_mask
-from transformer_lib.embeddings import _check_int, _check_token_ids
-from transformer_lib.model import EncoderDecoder, _check_batch_of_ids, make_model
+from transformer_lib.checks import (check_batch, check_copy_task, check_decoding, check_ints, check_label_smoothing,
+                                    check_loss_inputs, check_rate, check_training_batch, check_training_options)
+from transformer_lib.model import EncoderDecoder, make_model
+from transformer_lib.runtime import all_reduce_sum, world_size
 
 
 # %% notebooks/05_training.ipynb cell 6
@@ -51,15 +53,11 @@ class Batch:
     """
 
     def __init__(self, src: torch.Tensor, tgt: torch.Tensor | None = None, pad_idx: int = 0):
-        for name, t in (("src", src), ("tgt", tgt)):
-            if t is not None:
-                _check_batch_of_ids(name, t)
+        check_batch(src, tgt)
         self.src, self.tgt, self.pad_idx = src, tgt, pad_idx
         self.src_mask = padding_mask(src, pad_idx)  # (B, 1, 1, Ls)
         if tgt is None:
             return
-        if tgt.dim() != 2 or tgt.size(0) != src.size(0) or tgt.size(1) < 2:
-            raise ValueError(f"tgt must have shape (batch={src.size(0)}, length >= 2), got {tuple(tgt.shape)}")
         self.tgt_in, self.tgt_out = tgt[:, :-1], tgt[:, 1:]  # (B, Lt) each
         self.tgt_mask = padding_mask(self.tgt_in, pad_idx) & subsequent_mask(self.tgt_in.size(1), device=tgt.device)
         self.n_tokens = int((self.tgt_out != pad_idx).sum())
@@ -89,14 +87,7 @@ class LabelSmoothing(nn.Module):
 
     def __init__(self, vocab_size: int, padding_idx: int, smoothing: float = 0.1, spread_over_all: bool = False):
         super().__init__()
-        if not 0.0 <= smoothing < 1.0:
-            raise ValueError(f"smoothing must be in [0, 1), got {smoothing}")
-        _check_int("vocab_size", vocab_size)
-        _check_int("padding_idx", padding_idx, low=0)
-        if padding_idx >= vocab_size:
-            raise ValueError(f"padding_idx={padding_idx} is not a token id in [0, vocab_size={vocab_size})")
-        if vocab_size < 3 and not spread_over_all:
-            raise ValueError(f"vocab_size must be at least 3 (padding, target and one other), got {vocab_size}")
+        check_label_smoothing(vocab_size, padding_idx, smoothing, spread_over_all)
         self.vocab_size, self.padding_idx = vocab_size, padding_idx
         self.smoothing, self.spread_over_all = smoothing, spread_over_all
 
@@ -113,18 +104,10 @@ class LabelSmoothing(nn.Module):
         return dist  # (N, vocab_size)
 
     def forward(self, log_probs: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        self._check_inputs(log_probs, target)
+        check_loss_inputs(log_probs, target, self.vocab_size)
         dist = self.target_distribution(target)
         # sum of q log(q / p) over the entries where q > 0; where q = 0 the term is 0 even if p = 0 (log p = -inf)
         return (torch.xlogy(dist, dist) - dist * log_probs.masked_fill(dist == 0, 0.0)).sum()
-
-    def _check_inputs(self, log_probs: torch.Tensor, target: torch.Tensor) -> None:
-        if log_probs.dim() != 2 or log_probs.size(1) != self.vocab_size or target.shape != log_probs.shape[:1]:
-            raise ValueError(
-                f"log_probs must be (N, vocab_size={self.vocab_size}) and target (N,), "
-                f"got {tuple(log_probs.shape)} and {tuple(target.shape)}"
-            )
-        _check_token_ids("target", target, self.vocab_size)
 
 
 # %% notebooks/05_training.ipynb cell 17
@@ -133,10 +116,7 @@ def rate(step: int, d_model: int, factor: float = 1.0, warmup: int = 4000) -> fl
 
     It grows linearly for `warmup` steps, peaks at step == warmup, then decays as 1/sqrt(step). Steps count from 1.
     """
-    _check_int("d_model", d_model)
-    _check_int("warmup", warmup)
-    if not factor > 0:
-        raise ValueError(f"factor must be positive, got {factor!r}")
+    check_rate(d_model, factor, warmup)
     step = max(step, 1)
     return factor * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
@@ -159,18 +139,6 @@ def loss_sum(model: EncoderDecoder, batch: Batch, criterion) -> torch.Tensor:
     return criterion(log_probs.reshape(-1, log_probs.size(-1)), batch.tgt_out.reshape(-1))
 
 
-def _world_size(model) -> int:
-    """Number of processes `model` trains in: theirs under DistributedDataParallel, else 1."""
-    return torch.distributed.get_world_size() if isinstance(model, nn.parallel.DistributedDataParallel) else 1
-
-
-def _all_reduce_sum(value: float, device) -> float:
-    """The sum of `value` over all processes."""
-    t = torch.tensor(value, dtype=torch.float64 if device.type != "mps" else torch.float32, device=device)
-    torch.distributed.all_reduce(t)
-    return t.item()
-
-
 def train_epoch(model: EncoderDecoder, batches, criterion, optimizer, scheduler=None, accum_steps: int = 1,
                 clip_norm: float | None = 1.0, history: list | None = None, progress=True,
                 desc: str = "train") -> float:
@@ -183,9 +151,7 @@ def train_epoch(model: EncoderDecoder, batches, criterion, optimizer, scheduler=
     so that N processes take the step one process would take on all N processes' batches.
     `progress` is True for a progress bar of this epoch, False for none, or a tqdm bar to advance (and not close).
     """
-    _check_int("accum_steps", accum_steps)
-    if clip_norm is not None and not clip_norm > 0:
-        raise ValueError(f"clip_norm must be positive or None (no clipping), got {clip_norm!r}")
+    check_training_options(accum_steps, clip_norm)
     model.train()
     batches = iter(batches)
     total_loss, total_tokens, start = 0.0, 0, time.perf_counter()
@@ -193,10 +159,10 @@ def train_epoch(model: EncoderDecoder, batches, criterion, optimizer, scheduler=
     bar = tqdm(desc=desc, unit="step", disable=not progress, mininterval=1.0) if own_bar else progress
     while group := list(itertools.islice(batches, accum_steps)):
         for batch in group:
-            _check_training_batch(batch)
-        n_tokens, world = sum(b.n_tokens for b in group), _world_size(model)
+            check_training_batch(batch)
+        n_tokens, world = sum(b.n_tokens for b in group), world_size(model)
         if world > 1:  # DDP averages gradients over processes: weight each by world / (all processes' tokens)
-            n_tokens = int(_all_reduce_sum(float(n_tokens), group[0].src.device))
+            n_tokens = int(all_reduce_sum(float(n_tokens), group[0].src.device))
         if n_tokens == 0:
             raise ValueError("a step's batches hold no target tokens (all padding)")
         step_loss = 0.0
@@ -205,7 +171,7 @@ def train_epoch(model: EncoderDecoder, batches, criterion, optimizer, scheduler=
             loss.backward()
             step_loss += loss.item() / world
         if world > 1:
-            step_loss = _all_reduce_sum(step_loss, group[0].src.device)
+            step_loss = all_reduce_sum(step_loss, group[0].src.device)
         if clip_norm is not None:
             nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
         lr = optimizer.param_groups[0]["lr"]
@@ -227,13 +193,14 @@ def train_epoch(model: EncoderDecoder, batches, criterion, optimizer, scheduler=
     return total_loss / total_tokens
 
 
+# %% notebooks/05_training.ipynb cell 22
 @torch.no_grad()
 def evaluate(model: EncoderDecoder, batches, criterion) -> float:
     """Mean loss per target token over `batches`, in eval mode, without gradients."""
     model.eval()
     total_loss, total_tokens, seen = 0.0, 0, 0
     for batch in batches:
-        _check_training_batch(batch)
+        check_training_batch(batch)
         total_loss += loss_sum(model, batch, criterion).item()
         total_tokens, seen = total_tokens + batch.n_tokens, seen + 1
     if not seen:
@@ -241,14 +208,7 @@ def evaluate(model: EncoderDecoder, batches, criterion) -> float:
     return total_loss / max(total_tokens, 1)
 
 
-def _check_training_batch(batch) -> None:
-    if not isinstance(batch, Batch):
-        raise TypeError(f"batches must yield Batch objects (Batch(src, tgt, pad_idx)), got a {type(batch).__name__}")
-    if batch.tgt is None:
-        raise ValueError("batches must hold targets: got a Batch built without tgt")
-
-
-# %% notebooks/05_training.ipynb cell 22
+# %% notebooks/05_training.ipynb cell 24
 @torch.no_grad()
 def greedy_decode(model: EncoderDecoder, src: torch.Tensor, src_mask: torch.Tensor, max_len: int,
                   start_symbol: int, end_symbol: int | None = None) -> torch.Tensor:
@@ -264,7 +224,7 @@ def greedy_decode(model: EncoderDecoder, src: torch.Tensor, src_mask: torch.Tens
     Returns:
         (B, 1 + n) token ids starting with start_symbol, n <= max_len.
     """
-    _check_decoding(model, max_len, start_symbol=start_symbol, end_symbol=end_symbol)
+    check_decoding(model, max_len, start_symbol=start_symbol, end_symbol=end_symbol)
     model.eval()
     memory = model.encode(src, src_mask)  # (B, Ls, d_model), computed once
     ys = torch.full((src.size(0), 1), start_symbol, dtype=torch.long, device=src.device)  # (B, 1)
@@ -280,26 +240,14 @@ def greedy_decode(model: EncoderDecoder, src: torch.Tensor, src_mask: torch.Tens
     return ys
 
 
-def _check_decoding(model, max_len: int, **symbols) -> None:
-    """max_len must be an int >= 0 and every symbol a target token id."""
-    _check_int("max_len", max_len, low=0)
-    vocab = model.generator.proj.out_features
-    for name, value in symbols.items():
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < vocab):
-            raise ValueError(f"{name}={value!r} is not a target token id in [0, tgt_vocab={vocab})")
-
-
-# %% notebooks/05_training.ipynb cell 24
+# %% notebooks/05_training.ipynb cell 26
 COPY_PAD, COPY_START = 0, 1  # the copy task's special ids; symbols are 2 .. vocab_size - 1
 
 
 def copy_task_batch(batch_size: int, length: int, vocab_size: int, generator: torch.Generator | None = None,
                     device=None) -> Batch:
     """Random sequences of symbols 2..vocab_size-1; the target is the source itself, after the start symbol."""
-    if vocab_size < 3:
-        raise ValueError(f"vocab_size must be at least 3 (padding, start and one symbol), got {vocab_size}")
-    _check_int("batch_size", batch_size)
-    _check_int("length", length)
+    check_copy_task(vocab_size, batch_size=batch_size, length=length)
     seq = torch.randint(2, vocab_size, (batch_size, length), generator=generator)  # (B, L)
     tgt = torch.cat([torch.full((batch_size, 1), COPY_START), seq], dim=1)  # (B, L + 1)
     return Batch(seq, tgt, COPY_PAD).to(device or "cpu")
@@ -311,6 +259,7 @@ def sequence_accuracy(model: EncoderDecoder, batch: Batch, start_symbol: int = C
     return (out == batch.tgt_out).all(dim=1).float().mean().item()
 
 
+# %% notebooks/05_training.ipynb cell 28
 @dataclass
 class CopyTaskResult:
     model: EncoderDecoder
@@ -329,9 +278,7 @@ def train_copy_task(max_steps: int = 2000, seed: int = 0, device=None, batch_siz
     sequences; on_evaluation, if given, is called with each evaluation's dict. The model defaults to 2 pre-norm layers, d_model 64, 4 heads, d_ff 128, no dropout; the schedule
     is the paper's with warmup 100 and factor 0.5.
     """
-    for name, value in (("max_steps", max_steps), ("batch_size", batch_size), ("length", length),
-                        ("eval_every", eval_every), ("n_eval", n_eval)):
-        _check_int(name, value)
+    check_ints(max_steps=max_steps, batch_size=batch_size, length=length, eval_every=eval_every, n_eval=n_eval)
     torch.manual_seed(seed)
     options = dict(n_layers=2, d_model=64, d_ff=128, n_heads=4, dropout=0.0, norm_first=True, pad_idx=COPY_PAD)
     options.update(model_options)

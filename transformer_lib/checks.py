@@ -1,0 +1,301 @@
+# Hand-written tool module (not generated from a notebook).
+"""Input checks for every public entry point of transformer_lib, kept out of the chapters' way.
+
+A class of the book spends one line on its inputs, a call into this module; the check raises a ValueError or
+TypeError that names the argument and what was expected, before anything changes. docs/bad_inputs.md lists every
+mistake tried and the message it gets (generated from tests/bad_inputs.py).
+
+The checks take plain values (sizes, names, tensors), never the book's classes, so that any chapter can import
+them without importing a later one.
+"""
+from __future__ import annotations
+
+import torch
+
+__all__ = [
+    "check_int", "check_ints", "check_probability", "check_positive", "check_vectors", "check_token_ids",
+    "check_token_batch", "check_sequence", "check_last_dim", "check_embedding", "check_qkv", "check_mask",
+    "check_heads", "check_attention_inputs", "check_layer_inputs", "check_model_tokens", "check_src_tgt", "check_same_batch",
+    "check_config", "check_options", "check_batch", "check_label_smoothing", "check_loss_inputs", "check_rate",
+    "check_training_options", "check_training_batch", "check_decoding", "check_copy_task",
+]
+
+
+# ------------------------------------------------------------------------------------------- numbers
+def check_int(name: str, value, low: int = 1) -> None:
+    """Raise unless value is an int (not a bool) >= low, naming the argument."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if value < low:
+        raise ValueError(f"{name} must be {'a positive int' if low == 1 else f'an int >= {low}'}, got {value}")
+
+
+def check_ints(**values) -> None:
+    """check_int for each keyword, in order: check_ints(d_model=d_model, d_ff=d_ff)."""
+    for name, value in values.items():
+        check_int(name, value)
+
+
+def check_probability(name: str, value) -> None:
+    """Raise unless value is a number in [0, 1) (a dropout or smoothing probability)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0.0 <= value < 1.0:
+        raise ValueError(f"{name} must be a probability in [0, 1), got {value!r}")
+
+
+def check_positive(name: str, value) -> None:
+    """Raise unless value > 0 (an epsilon, a factor)."""
+    if not value > 0:
+        raise ValueError(f"{name} must be positive, got {value!r}")
+
+
+# ------------------------------------------------------------------------------------------- tensors
+def _shape(x) -> object:
+    return tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+
+
+def check_vectors(name: str, x, d_model: int) -> None:
+    """Raise unless x is a (batch, length, d_model) tensor."""
+    if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.size(-1) != d_model:
+        raise ValueError(f"{name} must have shape (batch, length, d_model={d_model}), got {_shape(x)}")
+
+
+def check_token_ids(name: str, tokens, vocab_size: int, vocab_name: str = "vocab_size") -> None:
+    """Raise unless tokens is an integer tensor with every id in [0, vocab_size)."""
+    if not isinstance(tokens, torch.Tensor):
+        raise TypeError(f"{name} must be a tensor of token ids, got {type(tokens).__name__}")
+    _check_integer_dtype(name, tokens)
+    if tokens.numel():
+        low, high = (v.item() for v in torch.aminmax(tokens))
+        if low < 0 or high >= vocab_size:
+            raise ValueError(f"{name} must lie in [0, {vocab_name}={vocab_size}), got values from {low} to {high}")
+
+
+def _check_integer_dtype(name: str, tokens: torch.Tensor) -> None:
+    if tokens.dtype.is_floating_point or tokens.dtype.is_complex or tokens.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integer token ids (torch.long), got dtype {tokens.dtype}")
+
+
+def check_token_batch(name: str, tokens) -> None:
+    """Raise unless tokens is a non-empty (batch, length) tensor of integer ids."""
+    if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.numel() == 0:
+        raise ValueError(f"{name} must be a non-empty (batch, length) tensor of token ids, got {_shape(tokens)}")
+    _check_integer_dtype(name, tokens)
+
+
+def check_sequence(x, d_model: int, max_len: int, owner: str) -> None:
+    """Raise unless x is (B, L, d_model) with L <= max_len (owner: the class name, for the message)."""
+    check_vectors("x", x, d_model)
+    if x.size(1) > max_len:
+        raise ValueError(
+            f"sequence length {x.size(1)} is longer than max_len={max_len} of this {owner}; "
+            f"build it with max_len >= {x.size(1)}"
+        )
+
+
+def check_last_dim(x: torch.Tensor, d_model: int) -> None:
+    """Raise unless x's last dimension is d_model (else weights broadcast against the wrong axis)."""
+    if x.size(-1) != d_model:
+        raise ValueError(f"x must have last dimension d_model={d_model}, got shape {tuple(x.shape)}")
+
+
+# ------------------------------------------------------------------------------------------- chapter 1
+def check_embedding(vocab_size, d_model, padding_idx) -> None:
+    """TokenEmbedding's arguments: positive sizes, padding_idx None or a token id."""
+    check_ints(vocab_size=vocab_size, d_model=d_model)
+    if padding_idx is not None:
+        check_int("padding_idx", padding_idx, low=0)
+        if padding_idx >= vocab_size:
+            raise ValueError(f"padding_idx={padding_idx} is not a token id in [0, vocab_size={vocab_size})")
+
+
+# ------------------------------------------------------------------------------------------- chapter 2
+def check_qkv(query, key, value) -> None:
+    """scaled_dot_product_attention's inputs: (..., L, d) tensors, query and key sharing d_k, key and value a length."""
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if not isinstance(t, torch.Tensor) or t.dim() < 2:
+            raise ValueError(f"{name} must be a tensor of shape (..., length, d_k), got {_shape(t)}")
+    if query.size(-1) != key.size(-1):
+        raise ValueError(f"query and key must share their last dimension d_k, got {query.size(-1)} and {key.size(-1)}")
+    if key.size(-2) != value.size(-2):
+        raise ValueError(f"key and value must have the same length, got {key.size(-2)} and {value.size(-2)}")
+
+
+def check_mask(mask, scores_shape, name: str = "mask") -> None:
+    """Raise unless mask is boolean and broadcasts to scores_shape without growing it."""
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        kind = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
+        raise TypeError(f"{name} must be a boolean tensor (True where attention is allowed), got {kind}")
+    # each of the mask's dimensions, matched from the right, must be 1 or the scores' size
+    fits = mask.dim() <= len(scores_shape) and all(m in (1, s) for m, s in zip(reversed(mask.shape), reversed(scores_shape)))
+    if not fits:
+        hint = " (a (B, Lq, Lk) mask needs .unsqueeze(1) to broadcast over heads)" if mask.dim() == 3 and len(scores_shape) == 4 else ""
+        raise ValueError(
+            f"{name} of shape {tuple(mask.shape)} does not broadcast to the attention scores' shape "
+            f"{tuple(scores_shape)} (..., queries, keys){hint}"
+        )
+
+
+def check_heads(d_model, n_heads, dropout) -> None:
+    """MultiHeadAttention's arguments: positive sizes, n_heads dividing d_model, a dropout probability."""
+    check_ints(d_model=d_model, n_heads=n_heads)
+    check_probability("dropout", dropout)
+    if d_model % n_heads != 0:
+        raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}; each head needs d_model // n_heads dimensions")
+
+
+def check_attention_inputs(d_model: int, n_heads: int, query, key, value, mask=None) -> None:
+    """MultiHeadAttention's inputs: (B, L, d_model) each, one batch size, keys and values of one length, a mask that fits."""
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        check_vectors(name, t, d_model)
+    if not query.size(0) == key.size(0) == value.size(0):
+        raise ValueError(f"query, key and value must have the same batch size, got {query.size(0)}, {key.size(0)}, {value.size(0)}")
+    if key.size(1) != value.size(1):
+        raise ValueError(f"key and value must have the same length, got {key.size(1)} and {value.size(1)}")
+    if mask is not None:
+        check_mask(mask, (query.size(0), n_heads, query.size(1), key.size(1)))
+
+
+# ------------------------------------------------------------------------------------------- chapter 3
+def check_layer_inputs(attn, x, memory=None, **masks) -> None:
+    """An encoder or decoder layer's inputs and masks, by the names the caller knows, before any attention runs.
+
+    attn: the layer's self-attention (its d_model and n_heads give the shapes expected).
+    """
+    d_model, n_heads = attn.d_model, attn.n_heads
+    check_vectors("x", x, d_model)
+    B, L = x.shape[:2]
+    keys = {"mask": L, "tgt_mask": L}
+    if memory is not None:
+        check_vectors("memory", memory, d_model)
+        if memory.size(0) != B:
+            raise ValueError(f"memory must have the batch size of x, {B}, got {memory.size(0)}")
+        keys["src_mask"] = memory.size(1)
+    for name, mask in masks.items():
+        if mask is not None:
+            check_mask(mask, (B, n_heads, L, keys[name]), name)
+
+
+# ------------------------------------------------------------------------------------------- chapter 4
+def check_model_tokens(name: str, tokens, embed: torch.nn.Module, mask=None, stack=None) -> None:
+    """Token ids an embedding can take: (B, L), within its vocabulary, no longer than its positions; and their mask.
+
+    `embed` is searched for a token table (a module with `vocab_size`) and a position table (one with `max_len`);
+    the mask must fit the self-attention scores of `stack` (an Encoder: its layers' n_heads).
+    """
+    check_token_batch(name, tokens)
+    for module in embed.modules():
+        if hasattr(module, "vocab_size") and hasattr(module, "embedding"):
+            check_token_ids(name, tokens, module.vocab_size, f"{name}_vocab")
+        elif hasattr(module, "max_len") and tokens.size(1) > module.max_len:
+            raise ValueError(f"{name} has length {tokens.size(1)}, longer than the model's max_len={module.max_len} "
+                             f"positions; build the model with max_len >= {tokens.size(1)}")
+    if mask is not None and stack is not None and len(stack.layers):
+        L, n_heads = tokens.size(1), stack.layers[0].self_attn.n_heads
+        check_mask(mask, (tokens.size(0), n_heads, L, L), f"{name}_mask")
+
+
+def check_src_tgt(src, tgt) -> None:
+    """A model's two token batches: each (B, L) integer ids, the same B."""
+    check_token_batch("src", src)
+    check_token_batch("tgt", tgt)
+    check_same_batch("src", src, "tgt", tgt)
+
+
+def check_same_batch(a_name: str, a, b_name: str, b) -> None:
+    """Raise unless two tensors have the same batch size (their first dimension)."""
+    if a.size(0) != b.size(0):
+        raise ValueError(f"{a_name} and {b_name} must have the same batch size, got {a.size(0)} and {b.size(0)}")
+
+
+def check_config(c) -> None:
+    """A ModelConfig's values, each by its field name."""
+    for name in ("src_vocab", "tgt_vocab", "n_layers", "d_model", "d_ff", "n_heads", "max_len"):
+        check_int(name, getattr(c, name))
+    if c.d_model % c.n_heads:
+        raise ValueError(f"d_model={c.d_model} is not divisible by n_heads={c.n_heads}")
+    check_probability("dropout", c.dropout)
+    if c.pad_idx is not None:
+        check_int("pad_idx", c.pad_idx, low=0)
+        if c.pad_idx >= min(c.src_vocab, c.tgt_vocab):
+            raise ValueError(f"pad_idx={c.pad_idx} must be a token id of both vocabularies, "
+                             f"in [0, {min(c.src_vocab, c.tgt_vocab)})")
+    check_positive("eps", c.eps)
+    if c.share_embeddings and c.src_vocab != c.tgt_vocab:
+        raise ValueError(f"share_embeddings needs one vocabulary, got src_vocab={c.src_vocab}, tgt_vocab={c.tgt_vocab}")
+
+
+def check_options(what: str, given, known: list[str], listed: list[str] | None = None) -> None:
+    """Raise naming the unknown keys of `given` (keyword options, or a dict's keys) and, if given, the known ones."""
+    unknown = set(given) - set(known)
+    if unknown:
+        hint = f"; the options are {', '.join(listed)}" if listed else ""
+        raise ValueError(f"unknown {what}: {', '.join(sorted(unknown))}{hint}")
+
+
+# ------------------------------------------------------------------------------------------- chapter 5
+def check_batch(src, tgt) -> None:
+    """A Batch's tensors: (B, L) integer ids, tgt (if any) of the same batch and at least 2 long."""
+    for name, t in (("src", src), ("tgt", tgt)):
+        if t is not None:
+            check_token_batch(name, t)
+    if tgt is not None and (tgt.size(0) != src.size(0) or tgt.size(1) < 2):
+        raise ValueError(f"tgt must have shape (batch={src.size(0)}, length >= 2), got {tuple(tgt.shape)}")
+
+
+def check_label_smoothing(vocab_size, padding_idx, smoothing, spread_over_all) -> None:
+    """LabelSmoothing's arguments."""
+    if not 0.0 <= smoothing < 1.0:
+        raise ValueError(f"smoothing must be in [0, 1), got {smoothing}")
+    check_int("vocab_size", vocab_size)
+    check_int("padding_idx", padding_idx, low=0)
+    if padding_idx >= vocab_size:
+        raise ValueError(f"padding_idx={padding_idx} is not a token id in [0, vocab_size={vocab_size})")
+    if vocab_size < 3 and not spread_over_all:
+        raise ValueError(f"vocab_size must be at least 3 (padding, target and one other), got {vocab_size}")
+
+
+def check_loss_inputs(log_probs: torch.Tensor, target: torch.Tensor, vocab_size: int) -> None:
+    """A loss's inputs: (N, vocab_size) log-probabilities and (N,) target ids."""
+    if log_probs.dim() != 2 or log_probs.size(1) != vocab_size or target.shape != log_probs.shape[:1]:
+        raise ValueError(
+            f"log_probs must be (N, vocab_size={vocab_size}) and target (N,), "
+            f"got {tuple(log_probs.shape)} and {tuple(target.shape)}"
+        )
+    check_token_ids("target", target, vocab_size)
+
+
+def check_rate(d_model, factor, warmup) -> None:
+    """The learning-rate schedule's arguments."""
+    check_ints(d_model=d_model, warmup=warmup)
+    check_positive("factor", factor)
+
+
+def check_training_options(accum_steps, clip_norm) -> None:
+    """train_epoch's options."""
+    check_int("accum_steps", accum_steps)
+    if clip_norm is not None and not clip_norm > 0:
+        raise ValueError(f"clip_norm must be positive or None (no clipping), got {clip_norm!r}")
+
+
+def check_training_batch(batch) -> None:
+    """What train_epoch and evaluate take from their batches: a Batch with targets."""
+    if not all(hasattr(batch, name) for name in ("src", "src_mask", "tgt", "pad_idx")):  # chapter 5's Batch
+        raise TypeError(f"batches must yield Batch objects (Batch(src, tgt, pad_idx)), got a {type(batch).__name__}")
+    if batch.tgt is None:
+        raise ValueError("batches must hold targets: got a Batch built without tgt")
+
+
+def check_decoding(model, max_len, **symbols) -> None:
+    """max_len must be an int >= 0 and every symbol (start_symbol=..., end_symbol=...) a target token id."""
+    check_int("max_len", max_len, low=0)
+    vocab = model.generator.proj.out_features
+    for name, value in symbols.items():
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < vocab):
+            raise ValueError(f"{name}={value!r} is not a target token id in [0, tgt_vocab={vocab})")
+
+
+def check_copy_task(vocab_size, **sizes) -> None:
+    """The copy task's vocabulary (padding, start and at least one symbol) and positive sizes."""
+    if vocab_size < 3:
+        raise ValueError(f"vocab_size must be at least 3 (padding, start and one symbol), got {vocab_size}")
+    check_ints(**sizes)
