@@ -198,3 +198,14 @@ def test_run_strips_outputs_of_corpus_output_cells_and_check_flags_them(tmp_path
     nbformat.write(nb, path)
     (problem,) = bk.corpus_output_problems(book)
     assert "notebooks/01_alpha.ipynb cell 2: tagged corpus-output but has outputs" in problem
+
+
+def test_run_keeps_a_progress_bar_as_its_final_line_only():
+    from transformer_lib.book import settle_streams
+
+    redraws = [nbformat.v4.new_output("stream", name="stderr", text=f"\rtrain: {i}/3 [00:0{i}]") for i in range(4)]
+    outputs = redraws + [nbformat.v4.new_output("stream", name="stderr", text="\n"),
+                         nbformat.v4.new_output("stream", name="stdout", text="loss 0.1\n"),
+                         nbformat.v4.new_output("stream", name="stdout", text="loss 0.05\n")]
+    settled = settle_streams(outputs)
+    assert [(o.name, o.text) for o in settled] == [("stderr", "train: 3/3 [00:03]\n"), ("stdout", "loss 0.1\nloss 0.05\n")]

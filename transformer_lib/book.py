@@ -332,6 +332,22 @@ def select_chapters(book: Book, names: list[str]) -> list[Chapter]:
     return chosen
 
 
+def settle_streams(outputs: list) -> list:
+    """Outputs as a terminal would leave them: consecutive pieces of one stream joined, and each line only what
+    follows its last carriage return, so that a progress bar is kept as its final state, not as every redraw."""
+    settled = []
+    for output in outputs:
+        if output.get("output_type") == "stream" and settled and settled[-1].get("output_type") == "stream" \
+                and settled[-1].get("name") == output.get("name"):
+            settled[-1]["text"] += output["text"]
+        else:
+            settled.append(output)
+    for output in settled:
+        if output.get("output_type") == "stream" and "\r" in output["text"]:
+            output["text"] = "\n".join(line.rsplit("\r", 1)[-1] for line in output["text"].split("\n"))
+    return settled
+
+
 def run(book: Book, chapters: list[Chapter], budget: str | None = None, timeout: int = 1800, out=None) -> None:
     """Execute chapters in order with the given budget and write them back with outputs."""
     out = out or sys.stdout
@@ -360,6 +376,8 @@ def run(book: Book, chapters: list[Chapter], budget: str | None = None, timeout:
             for cell in nb.cells:
                 if CORPUS_OUTPUT_TAG in cell.get("metadata", {}).get("tags", []):
                     cell.outputs = []  # shown to the reader who runs it, never committed
+                elif cell.cell_type == "code":
+                    cell.outputs = settle_streams(cell.outputs)
             _write_atomic(path, nbformat.writes(nb) + "\n")
             print(f"{progress}: done in {time.perf_counter() - start:.1f}s", file=out, flush=True)
     finally:

@@ -1,0 +1,102 @@
+"""The reading path: chapters a learner can read top to bottom, classes as short as the idea they teach.
+
+BOOK_PLAN's limits: no code cell over 60 lines, no generated module over about 450 lines, MultiHeadAttention about
+35 lines of code, input checks one call into transformer_lib.checks, and no chapter reaching into another
+chapter's private helpers.
+"""
+import ast
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from transformer_lib.book import load_book, parse_directives
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOK = load_book(ROOT)
+MAX_CELL_LINES = 60
+MAX_MODULE_LINES = 450
+
+
+def code_lines(source: str, node: ast.AST) -> int:
+    """Lines of a class or function that hold code: no docstrings, comments or blank lines."""
+    docstrings = set()
+    for n in ast.walk(node):
+        if isinstance(n, (ast.ClassDef, ast.FunctionDef)) and n.body and isinstance(n.body[0], ast.Expr) \
+                and isinstance(n.body[0].value, ast.Constant) and isinstance(n.body[0].value.value, str):
+            docstrings.update(range(n.body[0].lineno, n.body[0].end_lineno + 1))
+    lines = source.splitlines()
+    return sum(1 for i in range(node.lineno, node.end_lineno + 1)
+               if i not in docstrings and lines[i - 1].strip() and not lines[i - 1].strip().startswith("#"))
+
+
+def definitions(module: str) -> tuple[str, dict[str, ast.AST]]:
+    source = (ROOT / "transformer_lib" / f"{module}.py").read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    return source, {n.name: n for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+
+
+@pytest.mark.parametrize("chapter", BOOK.chapters, ids=[c.file for c in BOOK.chapters])
+def test_no_code_cell_is_longer_than_60_lines(chapter):
+    nb = nbformat.read(ROOT / chapter.file, as_version=4)
+    long = [(i, len(c.source.splitlines())) for i, c in enumerate(nb.cells)
+            if c.cell_type == "code" and len(c.source.splitlines()) > MAX_CELL_LINES]
+    assert not long, f"{chapter.file}: cells (index, lines) over {MAX_CELL_LINES} lines: {long}"
+
+
+@pytest.mark.parametrize("chapter", BOOK.chapters, ids=[c.module for c in BOOK.chapters])
+def test_no_generated_module_is_longer_than_450_lines(chapter):
+    lines = len(BOOK.module_path(chapter).read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_MODULE_LINES, f"{chapter.module}.py has {lines} lines"
+
+
+def test_multi_head_attention_is_as_short_as_the_best_tutorials():
+    source, defs = definitions("attention")
+    assert code_lines(source, defs["MultiHeadAttention"]) <= 35
+
+
+@pytest.mark.parametrize("module, name, limit", [
+    ("embeddings", "TokenEmbedding", 15), ("embeddings", "PositionalEncoding", 12),
+    ("blocks", "LayerNorm", 15), ("blocks", "PositionwiseFeedForward", 12), ("blocks", "SublayerConnection", 12),
+    ("blocks", "EncoderLayer", 15), ("blocks", "DecoderLayer", 15),
+    ("model", "Encoder", 12), ("model", "Decoder", 12), ("model", "Generator", 8), ("model", "EncoderDecoder", 20),
+])
+def test_core_classes_stay_short(module, name, limit):
+    source, defs = definitions(module)
+    assert code_lines(source, defs[name]) <= limit
+
+
+@pytest.mark.parametrize("module, name", [
+    ("embeddings", "TokenEmbedding"), ("embeddings", "PositionalEncoding"), ("attention", "MultiHeadAttention"),
+    ("blocks", "LayerNorm"), ("blocks", "PositionwiseFeedForward"), ("blocks", "EncoderLayer"),
+    ("blocks", "DecoderLayer"), ("model", "EncoderDecoder"),
+])
+def test_a_core_class_spends_at_most_a_line_or_two_on_checks(module, name):
+    """Each method calls into transformer_lib.checks at most twice and raises nothing itself."""
+    _, defs = definitions(module)
+    for method in (n for n in defs[name].body if isinstance(n, ast.FunctionDef)):
+        calls = [n for n in ast.walk(method) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                 and n.func.id.startswith("check_")]
+        raises = [n for n in ast.walk(method) if isinstance(n, ast.Raise)]
+        assert len(calls) <= 2 and not raises, f"{name}.{method.name}: {len(calls)} checks, {len(raises)} raises"
+
+
+@pytest.mark.parametrize("chapter", BOOK.chapters, ids=[c.file for c in BOOK.chapters])
+def test_chapters_import_no_private_helper_of_another_module(chapter):
+    """Checks come from transformer_lib.checks; nothing reaches for another chapter's `_private` names."""
+    nb = nbformat.read(ROOT / chapter.file, as_version=4)
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        _, code = parse_directives(cell.source)
+        private = re.findall(r"from transformer_lib\.\w+ import [^\n]*\b(_\w+)", code)
+        assert not private, f"{chapter.file} cell {index} imports private names {private}"
+        assert "def _check" not in code, f"{chapter.file} cell {index} defines a check: it belongs in checks.py"
+
+
+def test_chapter_1_opens_with_the_idea_not_with_checks():
+    nb = nbformat.read(ROOT / BOOK.chapters[0].file, as_version=4)
+    exported = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith(("#| export", "#| exporti"))]
+    first_definition = next(c for c in exported if re.search(r"^(class|def) ", c.source, re.M))
+    assert "class TokenEmbedding" in first_definition.source
