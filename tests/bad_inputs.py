@@ -19,6 +19,8 @@ from torch import nn
 
 from transformer_lib import attention as A
 from transformer_lib import blocks as K
+from transformer_lib import data as D
+from transformer_lib import decoding as G
 from transformer_lib import embeddings as E
 from transformer_lib import fast as F
 from transformer_lib import model as M
@@ -222,8 +224,8 @@ def _(tmp): K.DecoderLayer(8, 2, 16)(x3(), x3(), None, A.subsequent_mask(5))
 def _(tmp): K.DecoderLayer(8, 2, 16)(x3(), x3(L=6), torch.ones(2, 1, 1, 4, dtype=torch.bool))
 
 
-@case("EncoderLayer.from_torch(layer)", "a layer with batch_first=False", ValueError, "layer", "batch_first=True")
-def _(tmp): K.EncoderLayer.from_torch(nn.TransformerEncoderLayer(8, 2, 16))
+@case("encoder_layer_from_torch(layer)", "a layer with batch_first=False", ValueError, "layer", "batch_first=True")
+def _(tmp): K.encoder_layer_from_torch(nn.TransformerEncoderLayer(8, 2, 16))
 
 
 # ---------------------------------------------------------------------------------------------- model
@@ -430,50 +432,50 @@ def _(tmp): T.train_copy_task(max_steps=10, eval_every=0, progress=False)
 
 # ---------------------------------------------------------------------------------------------- translation
 @case("load_multi30k(split)", "a split that does not exist", ValueError, "split", "test2016")
-def _(tmp): X.load_multi30k("test")
+def _(tmp): D.load_multi30k("test")
 
 
-@case("load_multi30k(split, root, download=False)", "no files anywhere and no download", X.DataUnavailable, "MULTI30K_DIR")
+@case("load_multi30k(split, root, download=False)", "no files anywhere and no download", D.DataUnavailable, "MULTI30K_DIR")
 def _(tmp):
-    search = X.multi30k_dirs  # look only in tmp and an empty cache, whatever this machine has
-    X.multi30k_dirs = lambda root=None: [Path(root), tmp / "cache"]
+    search = D.multi30k_dirs  # look only in tmp and an empty cache, whatever this machine has
+    D.multi30k_dirs = lambda root=None: [Path(root), tmp / "cache"]
     try:
-        X.load_multi30k("val", root=tmp, download=False)
+        D.load_multi30k("val", root=tmp, download=False)
     finally:
-        X.multi30k_dirs = search
+        D.multi30k_dirs = search
 
 
-@case("load_multi30k(split, root)", "a truncated data file", X.DataUnavailable, "val.de.gz", "sha256 mismatch")
+@case("load_multi30k(split, root)", "a truncated data file", D.DataUnavailable, "val.de.gz", "sha256 mismatch")
 def _(tmp):
     import gzip
     with gzip.open(tmp / "val.de.gz", "wt", encoding="utf-8") as handle:
         handle.write("Ein Hund.\n")
     (tmp / "val.de.gz").write_bytes((tmp / "val.de.gz").read_bytes()[:-4])
-    X.load_multi30k("val", root=tmp, download=False)
+    D.load_multi30k("val", root=tmp, download=False)
 
 
 @case("offline_corpus(n)", "n 0", ValueError, "n")
-def _(tmp): X.offline_corpus(0)
+def _(tmp): D.offline_corpus(0)
 
 
 @case("Tokenizer(lang)", "a language spaCy does not know", ValueError, "lang", "'xx-german'")
-def _(tmp): X.Tokenizer("xx-german")
+def _(tmp): D.Tokenizer("xx-german")
 
 
 @case("Tokenizer(text)", "a list of words instead of a string", TypeError, "text", "str")
-def _(tmp): X.Tokenizer("de")(["ein", "hund"])
+def _(tmp): D.Tokenizer("de")(["ein", "hund"])
 
 
 @case("Vocab(tokens)", "tokens without the specials first", ValueError, "tokens", "<unk>")
-def _(tmp): X.Vocab(["hund", "<unk>", "<pad>", "<s>", "</s>"])
+def _(tmp): D.Vocab(["hund", "<unk>", "<pad>", "<s>", "</s>"])
 
 
 @case("Vocab.build(sentences)", "raw strings instead of token lists", TypeError, "sentences", "token")
-def _(tmp): X.Vocab.build(["ein hund rennt", "ein hund"])
+def _(tmp): D.Vocab.build(["ein hund rennt", "ein hund"])
 
 
 @case("Vocab.build(sentences, min_freq)", "min_freq 0", ValueError, "min_freq")
-def _(tmp): X.Vocab.build([["ein"]], min_freq=0)
+def _(tmp): D.Vocab.build([["ein"]], min_freq=0)
 
 
 @case("Vocab.encode(tokens)", "a raw string instead of tokens", TypeError, "tokens", "list of str")
@@ -487,49 +489,49 @@ def _(tmp): tiny_vocab().decode([4, 11])
 @case("Vocab.load(path)", "a file that is not a vocabulary", ValueError, "not a vocabulary")
 def _(tmp):
     (tmp / "v.json").write_text('{"words": []}')
-    X.Vocab.load(tmp / "v.json")
+    D.Vocab.load(tmp / "v.json")
 
 
 @case("Vocab.load(path)", "a file that does not exist", FileNotFoundError, "vocab.json")
-def _(tmp): X.Vocab.load(tmp / "vocab.json")
+def _(tmp): D.Vocab.load(tmp / "vocab.json")
 
 
 @case("Vocab.load(path)", "a truncated vocabulary file", ValueError, "not a vocabulary")
 def _(tmp):
     (tmp / "v.json").write_text(tiny_vocab().to_json()[:20])
-    X.Vocab.load(tmp / "v.json")
+    D.Vocab.load(tmp / "v.json")
 
 
 @case("bucket_batches(examples, max_tokens, pad_idx)", "max_tokens 0", ValueError, "max_tokens")
-def _(tmp): X.bucket_batches([([4], [2, 5, 3])], 0, 1)
+def _(tmp): D.bucket_batches([([4], [2, 5, 3])], 0, 1)
 
 
 @case("bucket_batches(examples, ...)", "no examples", ValueError, "examples", "empty")
-def _(tmp): X.bucket_batches([], 100, 1)
+def _(tmp): D.bucket_batches([], 100, 1)
 
 
 @case("bucket_batches(examples, ...)", "an example with an empty source", ValueError, "examples", "empty source")
-def _(tmp): X.bucket_batches([([4], [2, 5, 3]), ([], [2, 5, 3])], 100, 1)
+def _(tmp): D.bucket_batches([([4], [2, 5, 3]), ([], [2, 5, 3])], 100, 1)
 
 
 @case("pad_batch(examples, pad_idx)", "no examples", ValueError, "examples", "empty")
-def _(tmp): X.pad_batch([], 1)
+def _(tmp): D.pad_batch([], 1)
 
 
 @case("greedy_decode_cached(model, src, ...)", "max_len -1", ValueError, "max_len")
-def _(tmp): X.greedy_decode_cached(tiny_model(), ids([2, 3]), A.padding_mask(ids([2, 3]), 0), -1, 1)
+def _(tmp): G.greedy_decode_cached(tiny_model(), ids([2, 3]), A.padding_mask(ids([2, 3]), 0), -1, 1)
 
 
 @case("beam_search(..., beam_size)", "beam_size 0", ValueError, "beam_size")
-def _(tmp): X.beam_search(tiny_model(), ids([2, 3]), A.padding_mask(ids([2, 3]), 0), 5, 1, 2, beam_size=0)
+def _(tmp): G.beam_search(tiny_model(), ids([2, 3]), A.padding_mask(ids([2, 3]), 0), 5, 1, 2, beam_size=0)
 
 
 @case("beam_search(..., end_symbol)", "an end symbol outside the target vocabulary", ValueError, "end_symbol", "tgt_vocab=11")
-def _(tmp): X.beam_search(tiny_model(), ids([2, 3]), A.padding_mask(ids([2, 3]), 0), 5, 1, 11)
+def _(tmp): G.beam_search(tiny_model(), ids([2, 3]), A.padding_mask(ids([2, 3]), 0), 5, 1, 11)
 
 
 @case("beam_search(..., src_mask)", "a source mask for another source length", ValueError, "src_mask", "(1, 2, 2, 2)")
-def _(tmp): X.beam_search(tiny_model(), ids([2, 3]), A.padding_mask(ids([2, 3, 0]), 0), 5, 1, 2)
+def _(tmp): G.beam_search(tiny_model(), ids([2, 3]), A.padding_mask(ids([2, 3, 0]), 0), 5, 1, 2)
 
 
 @case("save_checkpoint(path, model, ...)", "a model without a config (assembled by hand)", ValueError, "model", "config")
@@ -540,7 +542,7 @@ def _(tmp):
 
 
 @case("save_checkpoint(path, model, src_vocab, tgt_vocab)", "vocabularies of the wrong sizes", ValueError, "src_vocab", "src_vocab=11")
-def _(tmp): X.save_checkpoint(tmp / "c.safetensors", tiny_model(), X.Vocab(list(X.Vocab.SPECIALS)), tiny_vocab())
+def _(tmp): X.save_checkpoint(tmp / "c.safetensors", tiny_model(), D.Vocab(list(D.Vocab.SPECIALS)), tiny_vocab())
 
 
 @case("save_checkpoint(..., **info)", "info that JSON cannot hold", TypeError, "info")
@@ -598,7 +600,7 @@ def _(tmp):
 @case("translate_tokens(model, sentences, ...)", "one string instead of a list", TypeError, "sentences", "translate()")
 def _(tmp):
     model, src_vocab, tgt_vocab, _ = X.load_checkpoint(tiny_checkpoint(tmp))
-    X.translate_tokens(model, "ein hund", X.Tokenizer("de"), src_vocab, tgt_vocab)
+    G.translate_tokens(model, "ein hund", D.Tokenizer("de"), src_vocab, tgt_vocab)
 
 
 @case("translate(model, sentence)", "a model that carries no vocabularies", ValueError, "vocabularies", "load_checkpoint")
@@ -614,7 +616,7 @@ def _(tmp): X.translate(X.load_checkpoint(tiny_checkpoint(tmp))[0], "ein hund", 
 
 
 @case("translate(model, sentence, src_vocab, tgt_vocab)", "vocabularies of another model", ValueError, "tgt_vocab", "tgt_vocab=11")
-def _(tmp): X.translate(tiny_model(), "ein hund", src_vocab=tiny_vocab(), tgt_vocab=X.Vocab(list(X.Vocab.SPECIALS)))
+def _(tmp): X.translate(tiny_model(), "ein hund", src_vocab=tiny_vocab(), tgt_vocab=D.Vocab(list(D.Vocab.SPECIALS)))
 
 
 @case("bleu(hypotheses, references)", "fewer hypotheses than references", ValueError, "hypotheses", "references")
@@ -671,23 +673,23 @@ def _(tmp):
 
 
 @case("attention_maps(model, src_ids, tgt_ids)", "an empty target", ValueError, "tgt_ids")
-def _(tmp): X.attention_maps(tiny_model(), [2, 3], [])
+def _(tmp): G.attention_maps(tiny_model(), [2, 3], [])
 
 
 @case("attention_maps(model, src_ids, tgt_ids)", "a source id past the vocabulary", ValueError, "src", "src_vocab=11")
-def _(tmp): X.attention_maps(tiny_model(), [2, 30], [1, 2])
+def _(tmp): G.attention_maps(tiny_model(), [2, 30], [1, 2])
 
 
 @case("attention_frame(maps, src_tokens, tgt_tokens)", "labels for another sentence", ValueError, "encoder", "source tokens")
-def _(tmp): X.attention_frame(X.attention_maps(tiny_model(), [2, 3], [1, 2]), ["ein"], ["<s>", "a"])
+def _(tmp): G.attention_frame(G.attention_maps(tiny_model(), [2, 3], [1, 2]), ["ein"], ["<s>", "a"])
 
 
 @case("plot_attention_grid(maps, kind, ...)", "an unknown kind", ValueError, "kind", "'cross'")
-def _(tmp): X.plot_attention_grid({}, "self", [], [])
+def _(tmp): G.plot_attention_grid({}, "self", [], [])
 
 
 @case("attention_chart(frame, kind)", "an unknown kind", ValueError, "kind", "'decoder'")
-def _(tmp): X.attention_chart(None, "enc-dec")
+def _(tmp): G.attention_chart(None, "enc-dec")
 
 
 # ---------------------------------------------------------------------------------------------- fast

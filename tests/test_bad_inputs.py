@@ -5,6 +5,7 @@ import torch
 
 import bad_inputs
 from bad_inputs import CASES, DOC, ids, tiny_model, tiny_vocab
+from transformer_lib import data as D
 from transformer_lib import training as T
 from transformer_lib import translation as X
 
@@ -21,7 +22,8 @@ def test_rejected_with_a_message_naming_it(case, tmp_path):
 def test_every_public_module_is_audited():
     """Each module's public names appear in the table, so a new entry point needs a case (or an exemption)."""
     import transformer_lib.attention, transformer_lib.blocks, transformer_lib.embeddings, transformer_lib.fast  # noqa: E401
-    import transformer_lib.model, transformer_lib.training, transformer_lib.translation  # noqa: E401
+    import transformer_lib.data, transformer_lib.decoding, transformer_lib.model  # noqa: E401
+    import transformer_lib.training, transformer_lib.translation  # noqa: E401
 
     exempt = {  # constants, result records and helpers that take no input a learner could get wrong
         "MULTI30K_URL", "MULTI30K_ENV", "MULTI30K_FILES", "DataUnavailable", "multi30k_dirs", "load_translation_data",
@@ -30,10 +32,13 @@ def test_every_public_module_is_audited():
         "pretrained", "ATTENTION_AXES", "CopyTaskResult", "loss_sum", "sequence_accuracy", "Encoder", "Decoder",
         "Generator", "EncoderDecoder", "build_model", "SublayerConnection",
         "FusedLayerNorm", "FastDropout", "cpu_has_bf16",
+        # the torch converters of the proofs: test_attention.py and test_blocks.py check what they refuse
+        "mha_from_torch", "decoder_layer_from_torch",
     }
     entries = " ".join(c.entry for c in CASES)
     for module in (transformer_lib.embeddings, transformer_lib.attention, transformer_lib.blocks,
-                   transformer_lib.model, transformer_lib.training, transformer_lib.translation, transformer_lib.fast):
+                   transformer_lib.model, transformer_lib.training, transformer_lib.data, transformer_lib.decoding,
+                   transformer_lib.translation, transformer_lib.fast):
         unaudited = [name for name in module.__all__ if name not in exempt and name not in entries]
         assert not unaudited, f"{module.__name__}: no bad-input case for {unaudited}"
 
@@ -74,7 +79,7 @@ def test_a_rejected_checkpoint_leaves_the_old_one(tmp_path):
     path = X.save_checkpoint(tmp_path / "model.safetensors", tiny_model(), tiny_vocab(), tiny_vocab())
     good = path.read_bytes()
     with pytest.raises(ValueError):  # vocabularies of the wrong size
-        X.save_checkpoint(path, tiny_model(), X.Vocab(list(X.Vocab.SPECIALS)), tiny_vocab())
+        X.save_checkpoint(path, tiny_model(), D.Vocab(list(D.Vocab.SPECIALS)), tiny_vocab())
     with pytest.raises(TypeError):  # info JSON cannot hold
         X.save_checkpoint(path, tiny_model(), tiny_vocab(), tiny_vocab(), loss=torch.tensor(1.0))
     assert path.read_bytes() == good

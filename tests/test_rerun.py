@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # and the folders Jupyter, IPython and matplotlib keep in every user's home.
 ALLOWED_IN_HOME = (".cache/transformer_lib", ".cache/matplotlib", ".config/matplotlib", ".local/share/jupyter",
                    ".ipython", ".jupyter")
-# Ignored files a run may leave in the repository: chapter 6's checkpoints (notebooks/runs/) and Python's caches.
+# Ignored files a run may leave in the repository: chapter 8's checkpoints (notebooks/runs/) and Python's caches.
 ALLOWED_IGNORED = ("notebooks/runs/",)
 
 
@@ -43,7 +43,7 @@ def test_book_run_twice_leaves_git_clean_and_writes_only_documented_places(tmp_p
            if not k.startswith(("XDG_", "JUPYTER_", "IPYTHONDIR", "MPLCONFIGDIR", "PYTEST_"))}
     env.update(HOME=str(home), TMPDIR=str(tmp), PYTHONPATH=str(repo), BOOK_BUDGET="smoke")
     book = [sys.executable, "-m", "transformer_lib.book"]
-    for command in (["run"], ["run", "6"], ["check"]):  # every chapter, then the one that writes files, again
+    for command in (["run"], ["run", "8"], ["check"]):  # every chapter, then the one that writes files, again
         result = subprocess.run(book + command, cwd=repo, env=env, capture_output=True, text=True, timeout=1500)
         assert result.returncode == 0, result.stdout + result.stderr
 

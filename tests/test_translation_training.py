@@ -1,27 +1,27 @@
-"""Chapter 6, training and evaluation: recipes, resumable training, averaging, BLEU, translate, attention maps.
+"""Chapter 8, training and evaluation: recipes, resumable training, averaging, BLEU, translate, the shipped model.
 
 Everything runs on the offline corpus or on tiny models, so no test needs Multi30k or a network.
 """
 import json
 from dataclasses import replace
 
-import matplotlib
+import pytest
+import sacrebleu
+import torch
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-import sacrebleu  # noqa: E402
-import torch  # noqa: E402
-
-import transformer_lib.translation as tr  # noqa: E402
-from transformer_lib import train as train_cli  # noqa: E402
-from transformer_lib import translate as translate_cli  # noqa: E402
-from transformer_lib.translation import (  # noqa: E402
-    ATTENTION_AXES, RECIPES, Recipe, TranslationData, Tokenizer, Vocab, attention_chart, attention_frame,
-    attention_maps, average_checkpoints, beam_search, bleu, detokenize, load_checkpoint, offline_corpus,
-    plot_attention_grid, save_checkpoint, train_translation, translate, translate_tokens,
+import transformer_lib.data as D
+import transformer_lib.translation as tr
+from transformer_lib import train as train_cli
+from transformer_lib import translate as translate_cli
+from transformer_lib.attention import padding_mask
+from transformer_lib.data import Tokenizer, Vocab, detokenize, encode_pairs, offline_corpus
+from transformer_lib.decoding import beam_search, translate_tokens
+from transformer_lib.files import safetensors_digest
+from transformer_lib.model import make_model
+from transformer_lib.translation import (
+    RECIPES, Recipe, TranslationData, average_checkpoints, bleu, load_checkpoint, save_checkpoint, train_translation,
+    translate,
 )
-from transformer_lib.attention import padding_mask  # noqa: E402
 
 TINY = Recipe(n_layers=1, d_model=32, d_ff=64, n_heads=4, dropout=0.1, shared_vocab=False, max_tokens=400, epochs=2, warmup=20,
               factor=2.0, beam_size=2, average_last=2, train_pairs=300, eval_pairs=20)
@@ -33,7 +33,7 @@ def offline_data(recipe: Recipe = TINY) -> TranslationData:
     src_tok, tgt_tok = Tokenizer("de"), Tokenizer("en")
     src_vocab = Vocab.build([src_tok(d) for d, _ in train], min_freq=1)
     tgt_vocab = Vocab.build([tgt_tok(e) for _, e in train], min_freq=1)
-    examples = tr.encode_pairs(train, src_tok, tgt_tok, src_vocab, tgt_vocab)
+    examples = encode_pairs(train, src_tok, tgt_tok, src_vocab, tgt_vocab)
     return TranslationData(src_tok, tgt_tok, src_vocab, tgt_vocab, examples, val, test, "offline corpus (test)")
 
 
@@ -153,7 +153,7 @@ def test_average_of_checkpoints_is_the_mean_of_their_weights(finished_run, tmp_p
 
 def test_averaging_checkpoints_of_different_models_is_an_error(finished_run, tmp_path):
     a, src_vocab, tgt_vocab, _ = load_checkpoint(finished_run.path)
-    other = tr.make_model(len(src_vocab), len(tgt_vocab), 1, 16, 32, 2)
+    other = make_model(len(src_vocab), len(tgt_vocab), 1, 16, 32, 2)
     save_checkpoint(tmp_path / "other.safetensors", other, src_vocab, tgt_vocab)
     with pytest.raises(ValueError, match="does not share the config"):
         average_checkpoints([tmp_path / "other.safetensors", finished_run.path])
@@ -162,12 +162,6 @@ def test_averaging_checkpoints_of_different_models_is_an_error(finished_run, tmp
 
 
 # ---- BLEU and translate
-
-
-def test_detokenize_glues_punctuation_hyphens_and_clitics():
-    assert detokenize(["a", "dog", "'s", "t", "-", "shirt", "(", "red", ")", "is", "n't", "wet", ",", "ok", "."]) == \
-        "A dog's t-shirt (red) isn't wet, ok."
-    assert detokenize(["<s>", "two", "men", "</s>"]) == "Two men"
 
 
 def test_bleu_matches_sacrebleu_and_reports_both_signatures():
@@ -216,74 +210,9 @@ def test_translate_takes_text_and_uses_the_vocabularies_the_model_carries(finish
         translate_tokens(model, "Ein Hund.", *model.vocabs[:0], Tokenizer("de"), *model.vocabs)
     with pytest.raises(TypeError, match="sentence must be a string"):
         translate(model, [1, 2])
-    bare = tr.make_model(5, 5, 1, 16, 32, 2)
+    bare = make_model(5, 5, 1, 16, 32, 2)
     with pytest.raises(ValueError, match="carries no vocabularies"):
         translate(bare, "Ein Hund.")
-
-
-# ---- attention maps
-
-
-@pytest.fixture(scope="module")
-def maps(finished_run):
-    model, data = finished_run.model, finished_run.data
-    src_tokens = data.src_tok("Ein großer Hund spielt im Park.")
-    tgt_tokens = ["<s>", "a", "big", "dog"]
-    return (src_tokens, tgt_tokens,
-            attention_maps(model, data.src_vocab.encode(src_tokens), data.tgt_vocab.encode(tgt_tokens)))
-
-
-def test_attention_maps_have_queries_as_rows_and_keys_as_columns(finished_run, maps):
-    src_tokens, tgt_tokens, m = maps
-    S, T, L, H = len(src_tokens), len(tgt_tokens), TINY.n_layers, TINY.n_heads
-    assert m["encoder"].shape == (L, H, S, S)
-    assert m["decoder"].shape == (L, H, T, T)
-    assert m["cross"].shape == (L, H, T, S)  # target rows x source columns
-    for weights in m.values():
-        assert torch.allclose(weights.sum(-1), torch.ones(weights.shape[:-1]), atol=1e-5)
-    assert m["decoder"].triu(diagonal=1).abs().max() == 0
-    layer = finished_run.model.decoder.layers[-1]
-    assert torch.equal(m["cross"][-1], layer.src_attn.attn[0].cpu())  # exactly what the module kept
-
-
-def test_attention_frame_labels_rows_and_columns_by_side(maps):
-    src_tokens, tgt_tokens, m = maps
-    frame = attention_frame(m, src_tokens, tgt_tokens)
-    cross = frame[frame["kind"] == "cross"]
-    assert set(cross["query"]) == {f"{i} {t}" for i, t in enumerate(tgt_tokens)}
-    assert set(cross["key"]) == {f"{j} {t}" for j, t in enumerate(src_tokens)}
-    assert set(cross["query_side"]) == {"target"} and set(cross["key_side"]) == {"source"}
-    row = cross[(cross["head"] == 2) & (cross["query_pos"] == 3) & (cross["key_pos"] == 1)]
-    assert row["weight"].item() == pytest.approx(m["cross"][0, 1, 3, 1].item())
-    enc = frame[frame["kind"] == "encoder"]
-    assert set(enc["query_side"]) == set(enc["key_side"]) == {"source"}
-    assert len(frame) == sum(w.numel() for w in m.values())
-    with pytest.raises(ValueError, match="cross maps are 4 x 7, but there are 3 target"):
-        attention_frame({"cross": m["cross"]}, src_tokens, tgt_tokens[:3])
-
-
-@pytest.mark.parametrize("kind", list(ATTENTION_AXES))
-def test_static_grid_puts_the_right_tokens_on_each_axis(maps, kind):
-    src_tokens, tgt_tokens, m = maps
-    fig = plot_attention_grid(m, kind, src_tokens, tgt_tokens)
-    rows, cols = ATTENTION_AXES[kind]
-    tokens = {"source": src_tokens, "target": tgt_tokens}
-    ax = fig.axes[0]
-    assert [t.get_text() for t in ax.get_yticklabels()] == tokens[rows]
-    assert [t.get_text() for t in ax.get_xticklabels()] == tokens[cols]
-    assert rows in ax.get_ylabel() and cols in ax.get_xlabel()
-    assert len(fig.axes) == TINY.n_layers * TINY.n_heads
-    plt.close(fig)
-
-
-def test_interactive_chart_has_the_right_axes_and_tooltips(maps):
-    src_tokens, tgt_tokens, m = maps
-    spec = attention_chart(attention_frame(m, src_tokens, tgt_tokens), "cross").to_dict()
-    encoding = spec["spec"]["encoding"]
-    assert encoding["y"]["title"] == "target (query)" and encoding["x"]["title"] == "source (key)"
-    assert {t.get("title", t["field"]) for t in encoding["tooltip"]} >= {"target (query)", "source (key)", "weight"}
-    with pytest.raises(ValueError, match="kind must be one of"):
-        attention_chart(attention_frame(m, src_tokens, tgt_tokens), "self")
 
 
 # ---- command lines
@@ -315,7 +244,7 @@ def test_commands_report_a_damaged_checkpoint_in_one_line(finished_run, tmp_path
     damaged.write_bytes(finished_run.path.read_bytes()[:-100])
     with pytest.raises(SystemExit, match=r"^error: .*model.safetensors is not a readable checkpoint"):
         translate_cli.main(["--checkpoint", str(damaged), "Ein Hund."])
-    monkeypatch.setattr(tr, "load_multi30k", lambda split, root=None, download=True: offline_corpus(4, seed=5))
+    monkeypatch.setattr(D, "load_multi30k", lambda split, root=None, download=True: offline_corpus(4, seed=5))
     with pytest.raises(SystemExit, match=r"^error: .*model.safetensors is not a readable checkpoint"):
         evaluate_cli.main(["--checkpoint", str(damaged)])
 
@@ -374,13 +303,13 @@ def test_two_processes_train_like_one_process_with_both_batches(data, tmp_path):
 def test_evaluate_command_prints_both_metrics(finished_run, tmp_path, monkeypatch, capsys):
     from transformer_lib import evaluate as evaluate_cli
 
-    monkeypatch.setattr(tr, "load_multi30k", lambda split, root=None, download=True: offline_corpus(12, seed=5))
+    monkeypatch.setattr(D, "load_multi30k", lambda split, root=None, download=True: offline_corpus(12, seed=5))
     assert evaluate_cli.main(["--checkpoint", str(finished_run.path), "--split", "val", "--beam", "2"]) == 0
     out = capsys.readouterr().out
     assert "Multi30k val (12 pairs), beam 2" in out
     assert "sacreBLEU" in out and "nrefs:1|case:lc|eff:no|tok:13a" in out and "tok:none" in out
-    unavailable = tr.DataUnavailable("put the files in X")
-    monkeypatch.setattr(tr, "load_multi30k", lambda *a, **k: (_ for _ in ()).throw(unavailable))
+    unavailable = D.DataUnavailable("put the files in X")
+    monkeypatch.setattr(D, "load_multi30k", lambda *a, **k: (_ for _ in ()).throw(unavailable))
     with pytest.raises(SystemExit, match="put the files in X"):
         evaluate_cli.main(["--checkpoint", str(finished_run.path)])
 
@@ -394,7 +323,7 @@ def test_the_shipped_model_carries_a_sha256_of_its_contents():
     path = tr.pretrained_path()
     with safe_open(str(path), "pt") as handle:
         metadata = handle.metadata()
-    assert metadata["sha256"] == tr._safetensors_digest(path)
+    assert metadata["sha256"] == safetensors_digest(path)
 
 
 def test_float16_checkpoint_halves_the_file_and_loads_back_as_float32(finished_run, tmp_path):

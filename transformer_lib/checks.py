@@ -18,6 +18,12 @@ __all__ = [
     "check_heads", "check_attention_inputs", "check_layer_inputs", "check_model_tokens", "check_src_tgt", "check_same_batch",
     "check_config", "check_options", "check_batch", "check_label_smoothing", "check_loss_inputs", "check_rate",
     "check_training_options", "check_training_batch", "check_decoding", "check_copy_task",
+    "check_split", "check_text", "check_vocab_tokens", "check_token_lists", "check_token_list", "check_vocab_id",
+    "check_examples", "check_cache_length", "check_vocabs", "check_checkpoint", "check_file",
+    "check_checkpoint_metadata", "check_checkpoint_vocabs", "check_sentences", "check_carried_vocabs",
+    "check_strings", "check_bleu_inputs", "check_recipe", "check_recipe_fields", "check_training_run",
+    "check_shared_vocab", "check_resumable", "check_shipped_model", "check_attention_ids", "check_attention_kind",
+    "check_map_labels",
 ]
 
 
@@ -299,3 +305,218 @@ def check_copy_task(vocab_size, **sizes) -> None:
     if vocab_size < 3:
         raise ValueError(f"vocab_size must be at least 3 (padding, start and one symbol), got {vocab_size}")
     check_ints(**sizes)
+
+
+# ------------------------------------------------------------------------------------------- chapters 6 to 8
+def check_split(split, splits) -> None:
+    """load_multi30k's split: one of the splits it knows."""
+    if split not in splits:
+        raise ValueError(f"split must be one of {', '.join(splits)}, got {split!r}")
+
+
+def check_text(text) -> None:
+    """A tokenizer's input: one sentence as a str."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str (one sentence), got {type(text).__name__}")
+
+
+def check_vocab_tokens(tokens, specials) -> None:
+    """Vocab's token list: the specials first, no token twice."""
+    if list(tokens[:len(specials)]) != list(specials):
+        raise ValueError(f"tokens must start with the specials {specials}")
+    if len(set(tokens)) != len(tokens):
+        raise ValueError("tokens must be unique")
+
+
+def check_token_lists(sentences: list) -> None:
+    """Vocab.build's sentences: lists of token strings, not raw text."""
+    for i, sentence in enumerate(sentences):
+        if isinstance(sentence, str) or not all(isinstance(t, str) for t in sentence):
+            raise TypeError(f"sentences must be lists of token strings (tokenize first); sentence {i} is "
+                            f"{type(sentence).__name__} {str(sentence)[:40]!r}")
+
+
+def check_token_list(tokens) -> None:
+    """Vocab.encode's tokens: a list of str, not the sentence itself."""
+    if isinstance(tokens, str):
+        raise TypeError("tokens must be a list of str, one per token (tokenize the sentence first), got a str")
+
+
+def check_vocab_id(i: int, size: int) -> None:
+    """Vocab.decode's ids: each in [0, size)."""
+    if not 0 <= i < size:
+        raise ValueError(f"ids must lie in [0, {size}), the vocabulary's size; got {i}")
+
+
+def check_examples(examples) -> None:
+    """(source ids, target ids) examples to batch: some, each with a source and a target of <s>, words, </s>."""
+    if not len(examples):
+        raise ValueError("examples is empty: nothing to batch")
+    for i, (src, tgt) in enumerate(examples):
+        if len(src) == 0:
+            raise ValueError(f"examples[{i}] has an empty source; drop empty sentences before batching")
+        if len(tgt) < 2:
+            raise ValueError(f"examples[{i}] has a target of {len(tgt)} ids; it needs <s>, the words and </s>")
+
+
+def check_cache_length(t: int, max_len: int) -> None:
+    """DecoderCache's next step t must have a position in the model's table of max_len."""
+    if t >= max_len:
+        raise ValueError(f"cannot decode past the model's max_len={max_len} target positions; "
+                         "ask for fewer tokens (max_len) or build the model with a larger max_len")
+
+
+def check_vocabs(model, src_vocab, tgt_vocab) -> None:
+    """The vocabularies must be Vocabs of the sizes the model's embeddings and generator were built for."""
+    from transformer_lib.data import Vocab  # chapter 6's class; imported here, where it is used
+
+    sizes = {"src_vocab": model.src_embed[0].vocab_size, "tgt_vocab": model.generator.proj.out_features}
+    for name, vocab in (("src_vocab", src_vocab), ("tgt_vocab", tgt_vocab)):
+        if not isinstance(vocab, Vocab):
+            raise TypeError(f"{name} must be a Vocab, got {type(vocab).__name__}")
+        if len(vocab) != sizes[name]:
+            raise ValueError(f"{name} has {len(vocab)} tokens, but the model was built for {name}={sizes[name]}")
+
+
+def check_checkpoint(model, src_vocab, tgt_vocab, info: dict) -> None:
+    """save_checkpoint's inputs: a model with a config, vocabularies that fit it, info that JSON can hold."""
+    import json
+
+    if getattr(model, "config", None) is None:
+        raise ValueError("model has no config; build it with make_model or build_model")
+    check_vocabs(model, src_vocab, tgt_vocab)
+    try:
+        json.dumps(info)
+    except TypeError as err:
+        raise TypeError(f"info must hold JSON values (numbers, strings, lists, dicts): {err}") from None
+
+
+def check_file(path) -> None:
+    """Raise FileNotFoundError unless path is a file."""
+    from pathlib import Path
+
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"{path} does not exist (or is not a file)")
+
+
+def check_checkpoint_metadata(path, metadata: dict) -> None:
+    """A checkpoint's metadata must hold what save_checkpoint writes."""
+    missing = {"config", "src_vocab", "tgt_vocab"} - metadata.keys()
+    if missing:
+        raise ValueError(f"{path} lacks {', '.join(sorted(missing))}: not written by save_checkpoint")
+
+
+def check_checkpoint_vocabs(path, src_size: int, tgt_size: int, config) -> None:
+    """A checkpoint's vocabularies must have the sizes its config says."""
+    if (src_size, tgt_size) != (config.src_vocab, config.tgt_vocab):
+        raise ValueError(f"{path}: vocabularies of {src_size} and {tgt_size} tokens do not match the "
+                         f"config's src_vocab={config.src_vocab}, tgt_vocab={config.tgt_vocab}")
+
+
+def check_sentences(sentences, beam_size, model, src_vocab, tgt_vocab) -> None:
+    """translate_tokens' inputs: a list of sentences (not one str), a beam size, vocabularies that fit the model."""
+    if isinstance(sentences, str):
+        raise TypeError("sentences must be a list of strings; use translate() for a single sentence")
+    check_int("beam_size", beam_size)
+    check_vocabs(model, src_vocab, tgt_vocab)
+
+
+def check_carried_vocabs(model, src_vocab, tgt_vocab) -> None:
+    """translate needs vocabularies: given, or carried by the model."""
+    if (src_vocab is None or tgt_vocab is None) and getattr(model, "vocabs", None) is None:
+        raise ValueError("model carries no vocabularies: pass src_vocab and tgt_vocab, "
+                         "or load the model with load_checkpoint")
+
+
+def check_strings(sentences: list) -> None:
+    """translate's sentences: each a str."""
+    if not all(isinstance(s, str) for s in sentences):
+        raise TypeError("sentence must be a string or a list of strings")
+
+
+def check_bleu_inputs(hypotheses, references) -> None:
+    """bleu's inputs: one token list per reference sentence, and some references."""
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
+    if any(isinstance(h, str) for h in hypotheses):
+        raise TypeError("hypotheses must be lists of tokens (as translate_tokens returns), not strings")
+    if not references:
+        raise ValueError("references is empty")
+
+
+def check_recipe(r) -> None:
+    """A Recipe's values, each by its field name."""
+    for name in ("n_layers", "d_model", "d_ff", "n_heads", "min_freq", "max_tokens", "epochs", "warmup",
+                 "accum_steps", "beam_size", "average_last", "bleu_every"):
+        check_int(name, getattr(r, name))
+    for name in ("train_pairs", "eval_pairs"):
+        if getattr(r, name) is not None:
+            check_int(name, getattr(r, name))
+    if r.d_model % r.n_heads:
+        raise ValueError(f"d_model={r.d_model} is not divisible by n_heads={r.n_heads}")
+    check_probability("dropout", r.dropout)
+    check_probability("smoothing", r.smoothing)
+    check_positive("factor", r.factor)
+    if r.clip_norm is not None and not r.clip_norm > 0:
+        raise ValueError(f"clip_norm must be positive or None, got {r.clip_norm!r}")
+    if not r.length_penalty >= 0:
+        raise ValueError(f"length_penalty must be >= 0 (0: plain log-probability), got {r.length_penalty!r}")
+
+
+def check_recipe_fields(values: dict, known: list[str]) -> None:
+    """Recipe.from_dict's keys: fields a Recipe has."""
+    unknown = set(values) - set(known)
+    if unknown:
+        raise ValueError(f"unknown Recipe fields: {sorted(unknown)}")
+
+
+def check_training_run(recipe, recipe_type: type, data, data_type: type, out_dir) -> None:
+    """train_translation's inputs: a Recipe, prepared data (or None), an out_dir that is not a file."""
+    from pathlib import Path
+
+    if not isinstance(recipe, recipe_type):
+        raise TypeError(f"recipe must be a Recipe, e.g. RECIPES['smoke'], got {type(recipe).__name__} {recipe!r}")
+    if data is not None and not isinstance(data, data_type):
+        raise TypeError(f"data must be a TranslationData from prepare_data(recipe), got {type(data).__name__}")
+    if Path(out_dir).exists() and not Path(out_dir).is_dir():
+        raise ValueError(f"out_dir={str(out_dir)!r} is a file; give a folder for the checkpoints")
+
+
+def check_shared_vocab(shared_vocab: bool, src_vocab, tgt_vocab) -> None:
+    """A recipe with one shared vocabulary needs data built with one."""
+    if shared_vocab and src_vocab.itos != tgt_vocab.itos:
+        raise ValueError("recipe.shared_vocab is True but data has two vocabularies; build data with this recipe")
+
+
+def check_resumable(path, saved: dict, recipe: dict) -> None:
+    """A training state may be resumed by the recipe that wrote it, with any number of epochs."""
+    changed = sorted(k for k, v in recipe.items() if k != "epochs" and saved[k] != v)
+    if changed:
+        raise ValueError(f"{path} was trained with a different recipe ({', '.join(changed)} differ); "
+                         "use another out_dir or resume=False")
+
+
+def check_shipped_model(path) -> None:
+    """The checkpoint the package ships must be there."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: this copy of transformer_lib was installed without its data; "
+                                "reinstall it, or train a model with `python -m transformer_lib.train multi30k`")
+
+
+def check_attention_ids(src_ids, tgt_ids) -> None:
+    """attention_maps' sentence pair: at least one token id each."""
+    if not src_ids or not tgt_ids:
+        raise ValueError("src_ids and tgt_ids must each hold at least one token id")
+
+
+def check_attention_kind(kind, kinds) -> None:
+    """One of the kinds of attention map."""
+    if kind not in kinds:
+        raise ValueError(f"kind must be one of {list(kinds)}, got {kind!r}")
+
+
+def check_map_labels(kind: str, shape, rows: str, row_tokens, cols: str, col_tokens) -> None:
+    """A (layers, heads, rows, columns) map needs a token label per row and per column."""
+    if tuple(shape[2:]) != (len(row_tokens), len(col_tokens)):
+        raise ValueError(f"{kind} maps are {shape[2]} x {shape[3]}, but there are {len(row_tokens)} {rows} "
+                         f"and {len(col_tokens)} {cols} tokens")

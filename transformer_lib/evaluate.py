@@ -26,7 +26,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--beam and --limit must be positive")
     from transformer_lib.train import _device
     from transformer_lib.translate import find_checkpoint, load_model
-    from transformer_lib.translation import DataUnavailable, Tokenizer, evaluate_bleu, load_multi30k
+    from transformer_lib.data import DataUnavailable, Tokenizer, load_multi30k
+    from transformer_lib.translation import evaluate_bleu
 
     path = find_checkpoint(args.checkpoint)
     model, src_vocab, tgt_vocab, _ = load_model(path, _device(args.device))

@@ -7,7 +7,7 @@
 `copy` trains chapter 5's copy task: a small Transformer learns to reproduce random sequences, and the
 command prints its progress and the exact-sequence accuracy on 1,000 held-out test sequences.
 
-`multi30k` trains chapter 6's German-to-English model by the recipe of a run budget, writing a checkpoint per
+`multi30k` trains chapter 8's German-to-English model by the recipe of a run budget, writing a checkpoint per
 epoch to --out (default runs/multi30k-BUDGET); run the same command again to resume an interrupted run. It ends
 with validation and test2016 BLEU, and the path of model.safetensors, which `python -m transformer_lib.translate
 --checkpoint PATH` uses. Under torchrun it trains with DistributedDataParallel, a process per device:
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
                       help="where to train (default auto: CUDA, else MPS, else CPU)")
     copy.add_argument("--eval-every", type=int, default=100, help="steps between validation checks (default 100)")
     copy.add_argument("--quiet", action="store_true", help="no progress bar")
-    m30k = sub.add_parser("multi30k", help="train the German-English model of chapter 6 on Multi30k")
+    m30k = sub.add_parser("multi30k", help="train the German-English model of chapter 8 on Multi30k")
     m30k.add_argument("--budget", choices=["smoke", "cpu", "full"], default=None,
                       help="which recipe (default: BOOK_BUDGET, else book.yml)")
     m30k.add_argument("--out", default=None, help="checkpoint folder (default runs/multi30k-BUDGET)")

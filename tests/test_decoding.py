@@ -1,0 +1,164 @@
+"""transformer_lib.decoding (chapter 7): the key/value cache, beam search and attention maps, on small untrained
+models (correctness needs no training). Decoding sentences with a trained model: test_translation_training.py.
+"""
+import itertools
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from transformer_lib.attention import padding_mask, subsequent_mask  # noqa: E402
+from transformer_lib.data import Tokenizer, Vocab, offline_corpus  # noqa: E402
+from transformer_lib.decoding import (  # noqa: E402
+    ATTENTION_AXES, DecoderCache, attention_chart, attention_frame, attention_maps, beam_search, greedy_decode_cached,
+    plot_attention_grid,
+)
+from transformer_lib.model import make_model  # noqa: E402
+from transformer_lib.training import greedy_decode  # noqa: E402
+
+PAD, BOS, EOS = 1, 2, 3
+
+
+def small_model(**options):
+    torch.manual_seed(0)
+    return make_model(13, 13, n_layers=2, d_model=32, d_ff=64, n_heads=4, pad_idx=PAD, **options).eval()
+
+
+def sources():
+    torch.manual_seed(1)
+    src = torch.randint(4, 13, (3, 7))
+    src[1, 5:] = PAD
+    return src, padding_mask(src, PAD)
+
+
+@pytest.mark.parametrize("options", [{}, {"norm_first": True}, {"learned_positions": True, "max_len": 64}])
+def test_cached_decoding_gives_the_same_log_probs_and_tokens_as_recomputing(options):
+    model = small_model(**options)
+    src, src_mask = sources()
+    plain = greedy_decode(model, src, src_mask, max_len=12, start_symbol=BOS)
+    assert torch.equal(greedy_decode_cached(model, src, src_mask, max_len=12, start_symbol=BOS), plain)
+    memory = model.encode(src, src_mask)
+    cache = DecoderCache(model, memory, src_mask)
+    for t in range(plain.size(1) - 1):
+        cached = cache.step(plain[:, t : t + 1])
+        full = model.generator(model.decode(memory, src_mask, plain[:, : t + 1], subsequent_mask(t + 1)))[:, -1]
+        assert (cached - full).abs().max() < 1e-5
+
+
+def test_beam_of_one_is_greedy():
+    model = small_model()
+    src, src_mask = sources()
+    greedy = greedy_decode(model, src, src_mask, max_len=12, start_symbol=BOS)[:, 1:].tolist()
+    expected = [row[: row.index(EOS) + 1] if EOS in row else row for row in greedy]
+    assert beam_search(model, src, src_mask, 12, BOS, EOS, beam_size=1, length_penalty=0.0) == expected
+
+
+def sequence_log_prob(model, memory, src_mask, seq):
+    ys = torch.tensor([[BOS, *seq]])
+    log_probs = model.generator(model.decode(memory, src_mask, ys[:, :-1], subsequent_mask(len(seq))))
+    return log_probs[0, torch.arange(len(seq)), ys[0, 1:]].sum().item()
+
+
+@pytest.mark.parametrize("options", [{}, {"norm_first": True}])
+def test_a_wide_beam_finds_the_exhaustive_best(options):
+    """With beam_size >= V^(L-1) nothing is pruned, so the beam must return the most probable sequence."""
+    model = small_model(**options)
+    src, src_mask = sources()
+    src, src_mask = src[:1], src_mask[:1]
+    memory = model.encode(src, src_mask)
+    candidates = set()
+    for seq in itertools.product(range(13), repeat=3):
+        seq = list(seq)
+        candidates.add(tuple(seq[: seq.index(EOS) + 1] if EOS in seq else seq))  # nothing follows </s>
+    best = max(candidates, key=lambda s: sequence_log_prob(model, memory, src_mask, list(s)))
+    assert beam_search(model, src, src_mask, 3, BOS, EOS, beam_size=169, length_penalty=0.0)[0] == list(best)
+
+
+def test_beam_search_rejects_a_non_positive_beam():
+    model = small_model()
+    src, src_mask = sources()
+    with pytest.raises(ValueError, match="beam_size must be a positive int"):
+        beam_search(model, src, src_mask, 5, BOS, EOS, beam_size=0)
+
+
+# ---- attention maps
+
+
+N_LAYERS, N_HEADS = 1, 4
+
+
+@pytest.fixture(scope="module")
+def translator():
+    """A small untrained model with vocabularies of the offline corpus: the maps' shapes and labels need no training."""
+    pairs = offline_corpus(300, 0)
+    src_tok, tgt_tok = Tokenizer("de"), Tokenizer("en")
+    src_vocab = Vocab.build([src_tok(d) for d, _ in pairs], min_freq=1)
+    tgt_vocab = Vocab.build([tgt_tok(e) for _, e in pairs], min_freq=1)
+    torch.manual_seed(0)
+    model = make_model(len(src_vocab), len(tgt_vocab), n_layers=N_LAYERS, d_model=32, d_ff=64, n_heads=N_HEADS,
+                       pad_idx=tgt_vocab.pad_idx).eval()
+    return model, src_tok, src_vocab, tgt_vocab
+
+
+@pytest.fixture(scope="module")
+def maps(translator):
+    model, src_tok, src_vocab, tgt_vocab = translator
+    src_tokens = src_tok("Ein großer Hund spielt im Park.")
+    tgt_tokens = ["<s>", "a", "big", "dog"]
+    return (src_tokens, tgt_tokens, attention_maps(model, src_vocab.encode(src_tokens), tgt_vocab.encode(tgt_tokens)))
+
+
+def test_attention_maps_have_queries_as_rows_and_keys_as_columns(translator, maps):
+    src_tokens, tgt_tokens, m = maps
+    S, T, L, H = len(src_tokens), len(tgt_tokens), N_LAYERS, N_HEADS
+    assert m["encoder"].shape == (L, H, S, S)
+    assert m["decoder"].shape == (L, H, T, T)
+    assert m["cross"].shape == (L, H, T, S)  # target rows x source columns
+    for weights in m.values():
+        assert torch.allclose(weights.sum(-1), torch.ones(weights.shape[:-1]), atol=1e-5)
+    assert m["decoder"].triu(diagonal=1).abs().max() == 0
+    layer = translator[0].decoder.layers[-1]
+    assert torch.equal(m["cross"][-1], layer.src_attn.attn[0].cpu())  # exactly what the module kept
+
+
+def test_attention_frame_labels_rows_and_columns_by_side(maps):
+    src_tokens, tgt_tokens, m = maps
+    frame = attention_frame(m, src_tokens, tgt_tokens)
+    cross = frame[frame["kind"] == "cross"]
+    assert set(cross["query"]) == {f"{i} {t}" for i, t in enumerate(tgt_tokens)}
+    assert set(cross["key"]) == {f"{j} {t}" for j, t in enumerate(src_tokens)}
+    assert set(cross["query_side"]) == {"target"} and set(cross["key_side"]) == {"source"}
+    row = cross[(cross["head"] == 2) & (cross["query_pos"] == 3) & (cross["key_pos"] == 1)]
+    assert row["weight"].item() == pytest.approx(m["cross"][0, 1, 3, 1].item())
+    enc = frame[frame["kind"] == "encoder"]
+    assert set(enc["query_side"]) == set(enc["key_side"]) == {"source"}
+    assert len(frame) == sum(w.numel() for w in m.values())
+    with pytest.raises(ValueError, match="cross maps are 4 x 7, but there are 3 target"):
+        attention_frame({"cross": m["cross"]}, src_tokens, tgt_tokens[:3])
+
+
+@pytest.mark.parametrize("kind", list(ATTENTION_AXES))
+def test_static_grid_puts_the_right_tokens_on_each_axis(maps, kind):
+    src_tokens, tgt_tokens, m = maps
+    fig = plot_attention_grid(m, kind, src_tokens, tgt_tokens)
+    rows, cols = ATTENTION_AXES[kind]
+    tokens = {"source": src_tokens, "target": tgt_tokens}
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == tokens[rows]
+    assert [t.get_text() for t in ax.get_xticklabels()] == tokens[cols]
+    assert rows in ax.get_ylabel() and cols in ax.get_xlabel()
+    assert len(fig.axes) == N_LAYERS * N_HEADS
+    plt.close(fig)
+
+
+def test_interactive_chart_has_the_right_axes_and_tooltips(maps):
+    src_tokens, tgt_tokens, m = maps
+    spec = attention_chart(attention_frame(m, src_tokens, tgt_tokens), "cross").to_dict()
+    encoding = spec["spec"]["encoding"]
+    assert encoding["y"]["title"] == "target (query)" and encoding["x"]["title"] == "source (key)"
+    assert {t.get("title", t["field"]) for t in encoding["tooltip"]} >= {"target (query)", "source (key)", "weight"}
+    with pytest.raises(ValueError, match="kind must be one of"):
+        attention_chart(attention_frame(m, src_tokens, tgt_tokens), "self")

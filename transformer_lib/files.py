@@ -1,0 +1,147 @@
+# Hand-written tool module (not generated from a notebook).
+"""File plumbing for chapters 6 to 8, kept out of the chapters' way: atomic writes, sha256 sums, and safetensors
+files that carry a sha256 of their own contents.
+
+Every file the book writes goes to a temporary name first and is renamed into place, so a crash or Ctrl-C never
+leaves half a file, and a failed write leaves the previous file as it was. Checkpoints and the training state are
+safetensors files (loading them runs no pickle) whose metadata holds a digest of their contents, so that a file
+damaged after it was written is refused, with a message naming it, instead of being half-used.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import torch
+
+__all__ = [
+    "write_atomically", "sha256_of", "safetensors_digest", "write_safetensors", "read_safetensors_metadata",
+    "save_training_state", "read_training_state", "restore_training_state",
+]
+
+
+# ------------------------------------------------------------------------------------------- any file
+def write_atomically(path, write) -> Path:
+    """Call write(temporary_path), then rename the result to path: readers never see half a file.
+
+    If write fails, the temporary file is removed and whatever was at path before is left as it was.
+    """
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:  # Ctrl-C included
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def sha256_of(path) -> str:
+    """The sha256 of a file's bytes, as hex."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+# ------------------------------------------------------------------------------------------- safetensors with a digest
+def safetensors_digest(path) -> str:
+    """sha256 of a safetensors file: its tensor index, its metadata (but the digest itself) and its tensor bytes."""
+    raw = Path(path).read_bytes()
+    size = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8 : 8 + size])
+    metadata = header.pop("__metadata__", None) or {}
+    metadata.pop("sha256", None)
+    digest = hashlib.sha256(json.dumps([header, metadata], sort_keys=True).encode())
+    digest.update(raw[8 + size :])
+    return digest.hexdigest()
+
+
+def write_safetensors(path, save, metadata: dict) -> Path:
+    """Atomically write a safetensors file with save(filename, metadata), adding a sha256 of its contents."""
+    def write(tmp: Path) -> None:
+        save(tmp, metadata)  # the tensor bytes do not depend on the metadata: write, hash, write with the hash
+        save(tmp, {**metadata, "sha256": safetensors_digest(tmp)})
+
+    return write_atomically(path, write)
+
+
+def _first_clause(err: Exception) -> str:
+    """The error's type and the first clause of its message (safetensors' messages go on to quote the file)."""
+    return f"{type(err).__name__}: {str(err).split(':')[0]}"
+
+
+def _verify(path: Path, metadata: dict) -> None:
+    """Raise ValueError if the file's contents no longer match the sha256 written into it."""
+    if "sha256" in metadata and safetensors_digest(path) != metadata["sha256"]:
+        raise ValueError(f"{path} is corrupt: its contents do not match the sha256 stored in it; "
+                         "restore it or write it again")
+
+
+def read_safetensors_metadata(path, what: str = "checkpoint", advice: str = "it may be truncated or corrupt") -> dict:
+    """The metadata of a safetensors file, once its contents are checked against the sha256 written into it.
+
+    A file safetensors cannot read raises ValueError("<path> is not a readable <what> (...); <advice>").
+    """
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), "pt") as handle:
+            metadata = handle.metadata() or {}
+    except Exception as err:
+        raise ValueError(f"{path} is not a readable {what} ({_first_clause(err)}); {advice}") from None
+    _verify(Path(path), metadata)
+    return metadata
+
+
+# ------------------------------------------------------------------------------------------- the training state
+def save_training_state(path, model, optimizer, scheduler, **info) -> Path:
+    """Everything needed to resume training, as one safetensors file (no pickle), written atomically.
+
+    The tensors: the model's weights (model.*), the optimizer's state (optim.<param>.<key>, e.g. Adam's moments)
+    and the random generators' states (rng.cpu, rng.cuda). The metadata: the optimizer's param_groups, the
+    scheduler's state and each of `info` (JSON values), all as JSON.
+    """
+    from safetensors.torch import save_file
+
+    tensors = {f"model.{k}": v.detach().cpu().clone().contiguous() for k, v in model.state_dict().items()}
+    opt = optimizer.state_dict()
+    for index, state in opt["state"].items():
+        for key, value in state.items():
+            tensors[f"optim.{index}.{key}"] = torch.as_tensor(value).detach().cpu().clone().contiguous()
+    tensors["rng.cpu"] = torch.get_rng_state()
+    if torch.cuda.is_available():
+        tensors["rng.cuda"] = torch.cuda.get_rng_state()
+    metadata = {name: json.dumps(value) for name, value in info.items()}
+    metadata.update(param_groups=json.dumps(opt["param_groups"]), scheduler=json.dumps(scheduler.state_dict()))
+    return write_safetensors(path, lambda tmp, meta: save_file(tensors, str(tmp), meta), metadata)
+
+
+def read_training_state(path, advice: str = "delete it to start over") -> tuple[dict, dict]:
+    """(tensors, info) of a file save_training_state wrote, checked against its sha256; info's values decoded."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+
+    try:
+        with safe_open(str(path), "pt") as handle:
+            metadata = handle.metadata() or {}
+        tensors = load_file(str(path))
+    except Exception as err:
+        raise ValueError(f"{path} is not a readable training state ({_first_clause(err)}); {advice}") from None
+    _verify(Path(path), metadata)
+    return tensors, {name: json.loads(value) for name, value in metadata.items() if name != "sha256"}
+
+
+def restore_training_state(tensors: dict, info: dict, model, optimizer, scheduler) -> None:
+    """Put what read_training_state returned back into the model, the optimizer, the scheduler and the generators."""
+    model.load_state_dict({k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")})
+    state: dict = {}
+    for name, value in tensors.items():
+        if name.startswith("optim."):
+            _, index, key = name.split(".", 2)
+            state.setdefault(int(index), {})[key] = value
+    optimizer.load_state_dict({"state": state, "param_groups": info["param_groups"]})
+    scheduler.load_state_dict(info["scheduler"])
+    torch.set_rng_state(tensors["rng.cpu"])
+    if "rng.cuda" in tensors and torch.cuda.is_available():
+        torch.cuda.set_rng_state(tensors["rng.cuda"])
