@@ -323,6 +323,35 @@ def _resume(path: Path, recipe: Recipe, model, optimizer, scheduler) -> tuple[in
 
 
 # %% notebooks/08_translation.ipynb cell 33
+def _finish(recipe: Recipe, out_dir: Path, data: TranslationData, history: list, device, log) -> TrainingRun:
+    """Average the last checkpoints, keep the better of average and last epoch as model.safetensors."""
+    final = out_dir / "model.safetensors"
+    if final.exists():
+        model, src_vocab, tgt_vocab, info = load_checkpoint(final, device)
+        if info.get("history") == history:  # this run's final model is already there
+            model.vocabs, model.lower = (src_vocab, tgt_vocab), recipe.lower
+            return TrainingRun(model, data, history, info["scores"], final)
+    last = history[-1]["epoch"]
+    paths = [out_dir / f"epoch_{e:03d}.safetensors" for e in range(max(1, last - recipe.average_last + 1), last + 1)]
+    paths = [p for p in paths if p.exists()]
+    candidates = {"last": load_checkpoint(paths[-1], device)[0],
+                  f"average of {len(paths)}": average_checkpoints(paths, device)[0]}
+    scores = {}
+    for name, candidate in candidates.items():
+        score = evaluate_bleu(candidate, data.val, data.src_tok, data.src_vocab, data.tgt_vocab, recipe.beam_size,
+                              recipe.length_penalty, recipe.lower)
+        scores[name] = {"sacrebleu": round(score.sacrebleu, 2), "tokenized": round(score.tokenized, 2)}
+        log(f"validation, beam {recipe.beam_size}, {name}: {score}")
+    kept = max(scores, key=lambda name: scores[name]["tokenized"])
+    scores["kept"] = kept
+    model = candidates[kept]
+    save_checkpoint(final, model, data.src_vocab, data.tgt_vocab, lower=recipe.lower, recipe=recipe.to_dict(),
+                    history=history, scores=scores, data=data.source)
+    model.vocabs, model.lower = (data.src_vocab, data.tgt_vocab), recipe.lower
+    return TrainingRun(model, data, history, scores, final)
+
+
+# %% notebooks/08_translation.ipynb cell 35
 def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = None, resume: bool = True,
                       device=None, progress=True, log=print) -> TrainingRun:
     """Train a translation model by `recipe`, writing checkpoints to `out_dir`.
@@ -376,35 +405,6 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
     if distributed:
         dist.barrier()
     return run
-
-
-# %% notebooks/08_translation.ipynb cell 35
-def _finish(recipe: Recipe, out_dir: Path, data: TranslationData, history: list, device, log) -> TrainingRun:
-    """Average the last checkpoints, keep the better of average and last epoch as model.safetensors."""
-    final = out_dir / "model.safetensors"
-    if final.exists():
-        model, src_vocab, tgt_vocab, info = load_checkpoint(final, device)
-        if info.get("history") == history:  # this run's final model is already there
-            model.vocabs, model.lower = (src_vocab, tgt_vocab), recipe.lower
-            return TrainingRun(model, data, history, info["scores"], final)
-    last = history[-1]["epoch"]
-    paths = [out_dir / f"epoch_{e:03d}.safetensors" for e in range(max(1, last - recipe.average_last + 1), last + 1)]
-    paths = [p for p in paths if p.exists()]
-    candidates = {"last": load_checkpoint(paths[-1], device)[0],
-                  f"average of {len(paths)}": average_checkpoints(paths, device)[0]}
-    scores = {}
-    for name, candidate in candidates.items():
-        score = evaluate_bleu(candidate, data.val, data.src_tok, data.src_vocab, data.tgt_vocab, recipe.beam_size,
-                              recipe.length_penalty, recipe.lower)
-        scores[name] = {"sacrebleu": round(score.sacrebleu, 2), "tokenized": round(score.tokenized, 2)}
-        log(f"validation, beam {recipe.beam_size}, {name}: {score}")
-    kept = max(scores, key=lambda name: scores[name]["tokenized"])
-    scores["kept"] = kept
-    model = candidates[kept]
-    save_checkpoint(final, model, data.src_vocab, data.tgt_vocab, lower=recipe.lower, recipe=recipe.to_dict(),
-                    history=history, scores=scores, data=data.source)
-    model.vocabs, model.lower = (data.src_vocab, data.tgt_vocab), recipe.lower
-    return TrainingRun(model, data, history, scores, final)
 
 
 # %% notebooks/08_translation.ipynb cell 44
