@@ -4,24 +4,10 @@ atomically, loaded without pickle. Training, BLEU, translate and the shipped mod
 import pytest
 import torch
 
-from transformer_lib.attention import padding_mask
 from transformer_lib.data import Vocab
-from transformer_lib.model import make_model
 from transformer_lib.translation import load_checkpoint, save_checkpoint
 
-PAD = 1
-
-
-def small_model(**options):
-    torch.manual_seed(0)
-    return make_model(13, 13, n_layers=2, d_model=32, d_ff=64, n_heads=4, pad_idx=PAD, **options).eval()
-
-
-def sources():
-    torch.manual_seed(1)
-    src = torch.randint(4, 13, (3, 7))
-    src[1, 5:] = PAD
-    return src, padding_mask(src, PAD)
+from test_decoding import PAD, small_model, sources  # noqa: E402 - the same small model and batch
 
 
 def vocab_of(n):
@@ -30,8 +16,7 @@ def vocab_of(n):
 
 @pytest.mark.parametrize("options", [{}, {"share_embeddings": True, "norm_first": True}])
 def test_checkpoint_round_trip_gives_the_same_model(tmp_path, options):
-    torch.manual_seed(0)
-    model = make_model(13, 13, n_layers=2, d_model=32, d_ff=64, n_heads=4, pad_idx=PAD, **options).eval()
+    model = small_model(**options)
     path = save_checkpoint(tmp_path / "m.safetensors", model, vocab_of(13), vocab_of(13), step=7, val_loss=1.5)
     assert [p.name for p in tmp_path.iterdir()] == ["m.safetensors"]  # the temporary file was renamed
     loaded, src_vocab, tgt_vocab, info = load_checkpoint(path)
