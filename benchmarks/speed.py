@@ -22,12 +22,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from transformer_lib.data import Tokenizer, Vocab, bucket_batches, encode_pairs, load_translation_data
+from transformer_lib.decoding import greedy_decode_cached
 from transformer_lib.fast import FastLabelSmoothing, cpu_has_bf16, matmul_peak, use_fast_path
 from transformer_lib.model import make_model
 from transformer_lib.runtime import default_device
 from transformer_lib.training import LabelSmoothing, greedy_decode
-from transformer_lib.data import Tokenizer, Vocab, bucket_batches, encode_pairs, load_translation_data
-from transformer_lib.decoding import greedy_decode_cached
 
 CONFIG = dict(n_layers=3, d_model=256, d_ff=512, n_heads=8, dropout=0.1)
 

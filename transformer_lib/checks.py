@@ -5,10 +5,14 @@ A class of the book spends one line on its inputs, a call into this module; the 
 TypeError that names the argument and what was expected, before anything changes. docs/bad_inputs.md lists every
 mistake tried and the message it gets (generated from tests/bad_inputs.py).
 
-The checks take plain values (sizes, names, tensors), never the book's classes, so that any chapter can import
-them without importing a later one.
+The checks take plain values (sizes, names, tensors) and import no chapter's module when this one loads, so that
+any chapter can import them; the two that need a chapter's class take it as an argument (check_training_run) or
+import it when called (check_vocabs).
 """
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import torch
 
@@ -380,8 +384,6 @@ def check_vocabs(model, src_vocab, tgt_vocab) -> None:
 
 def check_checkpoint(model, src_vocab, tgt_vocab, info: dict) -> None:
     """save_checkpoint's inputs: a model with a config, vocabularies that fit it, info that JSON can hold."""
-    import json
-
     if getattr(model, "config", None) is None:
         raise ValueError("model has no config; build it with make_model or build_model")
     check_vocabs(model, src_vocab, tgt_vocab)
@@ -393,8 +395,6 @@ def check_checkpoint(model, src_vocab, tgt_vocab, info: dict) -> None:
 
 def check_file(path) -> None:
     """Raise FileNotFoundError unless path is a file."""
-    from pathlib import Path
-
     if not Path(path).is_file():
         raise FileNotFoundError(f"{path} does not exist (or is not a file)")
 
@@ -472,8 +472,6 @@ def check_recipe_fields(values: dict, known: list[str]) -> None:
 
 def check_training_run(recipe, recipe_type: type, data, data_type: type, out_dir) -> None:
     """train_translation's inputs: a Recipe, prepared data (or None), an out_dir that is not a file."""
-    from pathlib import Path
-
     if not isinstance(recipe, recipe_type):
         raise TypeError(f"recipe must be a Recipe, e.g. RECIPES['smoke'], got {type(recipe).__name__} {recipe!r}")
     if data is not None and not isinstance(data, data_type):
