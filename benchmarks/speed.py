@@ -1,22 +1,24 @@
 # Hand-written benchmark (not generated from a notebook).
 """Training and decoding speed: nn.Transformer against this book's model, readable and fast, in one run.
 
-    python benchmarks/speed.py [--device auto|cpu|cuda|mps] [--repeats 5] [--batches 8]
+    python benchmarks/speed.py [--device auto|cpu|cuda|mps] [--repeats 5] [--batches 8] [--threads 1] [--record]
 
 Every variant trains on the same Multi30k-shaped batches (the real corpus when it can be loaded, else the offline
 corpus; about 2,000 target tokens a batch) with the same configuration: 3+3 layers, d_model 256, d_ff 512,
 8 heads, dropout 0.1, post-norm, label smoothing 0.1, Adam. The variants are measured interleaved (variant A,
 B, C, then A, B, C again ...) so that a slow phase of the machine hits all of them; the table gives medians and
 the spread of the repeats. Matrix multiplication FLOPs are counted from the shapes, so each result is also a
-fraction of the measured matmul peak of the dtype it runs in.
+fraction of the measured matmul peak of the dtype it runs in. `--record` writes the results to
+benchmarks/speed.json, from which `python -m transformer_lib.book readme` renders the README's speed table.
 """
 from __future__ import annotations
 
 import argparse
-import platform
+import json
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -26,7 +28,7 @@ from transformer_lib.data import Tokenizer, Vocab, bucket_batches, encode_pairs,
 from transformer_lib.decoding import greedy_decode_cached
 from transformer_lib.fast import FastLabelSmoothing, cpu_has_bf16, matmul_peak, use_fast_path
 from transformer_lib.model import make_model
-from transformer_lib.runtime import default_device
+from transformer_lib.runtime import default_device, machine
 from transformer_lib.training import LabelSmoothing, greedy_decode
 
 CONFIG = dict(n_layers=3, d_model=256, d_ff=512, n_heads=8, dropout=0.1)
@@ -123,14 +125,32 @@ def main(argv=None) -> int:
     parser.add_argument("--device", choices=["auto", "cpu", "cuda", "mps"], default="auto")
     parser.add_argument("--repeats", type=int, default=5, help="interleaved rounds (default 5)")
     parser.add_argument("--batches", type=int, default=8, help="training steps per variant and round (default 8)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch CPU threads (default 1: on a busy 2-core machine 2 threads can be far slower)")
+    parser.add_argument("--record", nargs="?", const=Path(__file__).resolve().parent / "speed.json", default=None,
+                        type=Path, metavar="FILE", help="write the results as JSON (default FILE: benchmarks/speed.json)")
     args = parser.parse_args(argv)
+    if args.threads < 1 or args.repeats < 1 or args.batches < 1:
+        parser.error("--threads, --repeats and --batches must be at least 1")
+    previous = torch.get_num_threads()
+    torch.set_num_threads(args.threads)
+    try:
+        return _run(args)
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _run(args) -> int:
+    record = {"machine": machine(), "threads": args.threads, "repeats": args.repeats, "batches": args.batches,
+              "variants": []}
     device = default_device() if args.device == "auto" else torch.device(args.device)
     bf16 = device.type == "cuda" or (device.type == "cpu" and cpu_has_bf16())
     batches, src_vocab, tgt_vocab, source = batches_and_vocab(args.batches + 1, device)
     warm, batches = batches[0], batches[1:]
     tokens = sum(b.n_tokens for b in batches)
     flops = sum(matmul_flops(b, len(tgt_vocab)) for b in batches)
-    print(f"machine: {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, torch "
+    record.update(device=str(device), tokens_per_batch=round(tokens / len(batches)))
+    print(f"machine: {machine()}, {torch.get_num_threads()} threads, torch "
           f"{torch.__version__}, device {device}; bf16 matmul in hardware: {bf16}")
     print(f"data: {source}; vocabularies {len(src_vocab):,} / {len(tgt_vocab):,}; {len(batches)} batches, "
           f"{tokens / len(batches):,.0f} target tokens a batch on average")
@@ -155,6 +175,10 @@ def main(argv=None) -> int:
         peak = statistics.median(peaks[torch.bfloat16 if "bf16" in name else torch.float32])
         print(f"{name:<34} {tokens / med:>10,.0f} {spread(secs):>7} {base / med:>17.2f}x "
               f"{flops / med / 1e12:>15.3f} {flops / med / peak:>8.1%}")
+        record["variants"].append({"name": name, "tokens_per_s": round(tokens / med, 1),
+                                   "spread": round((max(secs) - min(secs)) / 2 / med, 3),
+                                   "ratio": round(base / med, 3), "peak_share": round(flops / med / peak, 4),
+                                   "peak_tflops": round(peak / 1e12, 4)})
     for dtype, values in peaks.items():
         if values:
             print(f"matmul peak, {str(dtype).split('.')[-1]:>8}: {statistics.median(values) / 1e12:.3f} TFLOP/s "
@@ -175,6 +199,12 @@ def main(argv=None) -> int:
     print(f"\ngreedy decoding, 32 sentences x 50 tokens, readable model: recompute {slow:.2f}s "
           f"({spread(times['recompute the prefix'])}), cache {fast:.2f}s ({spread(times['key/value cache'])}): "
           f"{slow / fast:.1f}x faster; identical output: {same}")
+    record["decoding"] = {"sentences": int(src.size(0)), "tokens": 50, "recompute_s": round(slow, 3),
+                          "cache_s": round(fast, 3), "identical": same}
+    if args.record:
+        path = args.record
+        path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        print(f"recorded in {path}; `python -m transformer_lib.book readme` puts it into the README")
     return 0 if same else 1
 
 

@@ -168,6 +168,56 @@ def test_run_leaves_a_failing_chapter_untouched(tmp_path):
     assert (tmp_path / "notebooks" / "01_alpha.ipynb").read_text() == before
 
 
+def test_a_failing_cell_ends_the_run_with_one_line_naming_chapter_and_cell(tmp_path):
+    book = make_book(tmp_path, {"01_alpha": ["#| default_exp alpha", "x = 1", "raise RuntimeError('boom\\nsecond line')"]})
+    with pytest.raises(bk.BookError) as err:
+        bk.run(book, list(book.chapters), budget="smoke", timeout=120)
+    message = str(err.value)
+    assert "\n" not in message and "Traceback" not in message
+    assert message == ("notebooks/01_alpha.ipynb failed under budget smoke: cell 3 (code cell 3 of 3: "
+                       "raise RuntimeError('boom\\nsecond line')) raised RuntimeError: boom; the file was left as it was")
+
+
+def test_a_cell_time_out_and_a_dead_kernel_are_one_line_each(tmp_path):
+    book = make_book(tmp_path, {"01_alpha": ["#| default_exp alpha", "import time\ntime.sleep(30)"],
+                                "02_beta": ["#| default_exp beta", "import os\nos._exit(1)"]})
+    alpha, beta = book.chapters
+    with pytest.raises(bk.BookError, match=r"01_alpha.ipynb failed under budget smoke: cell 2 \(code cell 2 of 2: "
+                                           r"import time\) ran past the time-out of 2s \(--timeout\)"):
+        bk.run(book, [alpha], budget="smoke", timeout=2)
+    with pytest.raises(bk.BookError, match=r"02_beta.ipynb failed under budget smoke: the kernel died in cell 2"):
+        bk.run(book, [beta], budget="smoke", timeout=60)
+
+
+def test_ctrl_c_ends_the_run_with_one_line_and_leaves_the_chapter(tmp_path, monkeypatch):
+    import nbclient
+
+    book = make_book(tmp_path, {"01_alpha": ["#| default_exp alpha", "x = 1"]})
+    before = (tmp_path / "notebooks" / "01_alpha.ipynb").read_text()
+
+    def interrupted(self, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(nbclient.NotebookClient, "execute", interrupted)
+    with pytest.raises(bk.BookError, match=r"^notebooks/01_alpha.ipynb failed under budget smoke: interrupted before "
+                                           r"the first cell; the file was left as it was$"):
+        bk.run(book, list(book.chapters), budget="smoke", timeout=60)
+    assert (tmp_path / "notebooks" / "01_alpha.ipynb").read_text() == before
+
+
+def test_progress_names_the_long_running_cell_and_its_time():
+    cells = [nbformat.v4.new_markdown_cell("# t"), nbformat.v4.new_code_cell("import time"),
+             nbformat.v4.new_code_cell("# a comment\nrun = train(recipe)  # long")]
+    progress = bk._Progress("[1/1] Demo", cells, out=None, every=60)
+    progress.started = 0.0
+    assert progress.line(now=100.0) is None  # no cell started yet
+    progress.on_cell_start(cell=cells[2], cell_index=2)
+    progress.cell_started = 30.0
+    assert progress.line(now=89.0) is None  # under a minute in this cell: quiet
+    assert progress.line(now=150.0) == ("[1/1] Demo: 2m30s in, cell 2 (code cell 2 of 2: run = train(recipe)  # long) "
+                                        "running for 2m00s")
+
+
 def test_the_real_book_is_in_sync_with_its_package():
     book = bk.load_book(ROOT)
     assert [c.module for c in book.chapters][:2] == ["embeddings", "attention"]

@@ -83,14 +83,23 @@ def test_shared_embeddings_tie_source_target_and_generator():
         make_model(13, 14, share_embeddings=True, **SMALL)
 
 
-def test_xavier_init_and_zero_padding_rows():
+def test_xavier_matrices_chapter_1_embeddings_and_zero_padding_rows():
     torch.manual_seed(0)
-    model = make_model(50, 60, pad_idx=PAD, **SMALL)
-    w = model.encoder.layers[0].feed_forward.w_1.weight  # (d_ff, d_model)
-    bound = (6 / (w.size(0) + w.size(1))) ** 0.5
-    assert w.abs().max() <= bound and w.abs().max() > 0.9 * bound
-    assert model.src_embed[0].embedding.weight[PAD].abs().sum() == 0
-    assert model.tgt_embed[0].embedding.weight[PAD].abs().sum() == 0
+    model = make_model(500, 600, pad_idx=PAD, **SMALL)
+    d = SMALL["d_model"]
+    for w in (model.encoder.layers[0].feed_forward.w_1.weight, model.generator.proj.weight):
+        bound = (6 / (w.size(0) + w.size(1))) ** 0.5
+        assert w.abs().max() <= bound and w.abs().max() > 0.9 * bound
+    for table in (model.src_embed[0].embedding.weight, model.tgt_embed[0].embedding.weight):
+        assert table[PAD].abs().sum() == 0
+        real = torch.cat([table[:PAD], table[PAD + 1:]])
+        assert abs(real.std().item() * d**0.5 - 1) < 0.05  # N(0, 1/d_model): unit variance after the sqrt(d) scale
+    learned = make_model(50, 60, learned_positions=True, max_len=64, **SMALL).src_embed[1]
+    table = next(learned.parameters())
+    assert abs(table.std().item() * d**0.5 - 1) < 0.1
+    shared = make_model(50, 50, share_embeddings=True, pad_idx=PAD, **SMALL)
+    assert shared.generator.proj.weight is shared.src_embed[0].embedding.weight
+    assert shared.src_embed[0].embedding.weight[PAD].abs().sum() == 0
 
 
 def test_norm_first_adds_final_norms_and_learned_positions_swap_the_encoding():

@@ -1,4 +1,5 @@
-"""Running the book, and running a chapter again, leaves the repository clean and writes only where the README says.
+"""Running the book, and running a chapter again, leaves the repository clean and writes only where the README says;
+a chapter whose work does not depend on the budget comes out byte-identical the second time.
 
 The run happens in a copy of this checkout (its files as they are now, committed in a fresh git repository), with
 HOME and TMPDIR pointed into the test's folder, so that every file the chapters write can be found afterwards.
@@ -17,6 +18,8 @@ ALLOWED_IN_HOME = (".cache/transformer_lib", ".cache/matplotlib", ".config/matpl
                    ".ipython", ".jupyter")
 # Ignored files a run may leave in the repository: chapter 8's checkpoints (notebooks/runs/) and Python's caches.
 ALLOWED_IGNORED = ("notebooks/runs/",)
+# Chapters whose work is the same under every budget: run again on one machine, they must be byte-identical.
+SAME_UNDER_EVERY_BUDGET = ("01_embeddings", "02_attention", "03_blocks", "04_model", "06_data")
 
 
 def git(repo: Path, *args: str) -> str:
@@ -43,9 +46,16 @@ def test_book_run_twice_leaves_git_clean_and_writes_only_documented_places(tmp_p
            if not k.startswith(("XDG_", "JUPYTER_", "IPYTHONDIR", "MPLCONFIGDIR", "PYTEST_"))}
     env.update(HOME=str(home), TMPDIR=str(tmp), PYTHONPATH=str(repo), BOOK_BUDGET="smoke")
     book = [sys.executable, "-m", "transformer_lib.book"]
-    for command in (["run"], ["run", "8"], ["check"]):  # every chapter, then the one that writes files, again
+    same_work = [f"notebooks/{stem}.ipynb" for stem in SAME_UNDER_EVERY_BUDGET]
+    first = {}
+    # every chapter; then the one that writes files and those whose work never varies, again; then check
+    for command in (["run"], ["run", "8", *SAME_UNDER_EVERY_BUDGET], ["check"]):
         result = subprocess.run(book + command, cwd=repo, env=env, capture_output=True, text=True, timeout=1500)
         assert result.returncode == 0, result.stdout + result.stderr
+        if command == ["run"]:
+            first = {name: (repo / name).read_bytes() for name in same_work}
+    again = [name for name in same_work if (repo / name).read_bytes() != first[name]]
+    assert not again, f"a second run changed chapters whose work does not depend on the budget: {again}"
 
     changed = git(repo, "status", "--porcelain").splitlines()
     assert changed, "book run wrote no notebook"

@@ -251,7 +251,7 @@ def plot_attention_grid(maps: dict, kind: str, src_tokens: list[str], tgt_tokens
     for layer in range(n_layers):
         for head in range(n_heads):
             ax = axes[layer, head]
-            ax.imshow(maps[kind][layer, head].float().numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
+            image = ax.imshow(maps[kind][layer, head].float().numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
             ax.set_xticks(range(len(tokens[cols])), tokens[cols], rotation=90, fontsize=6)
             ax.set_yticks(range(len(tokens[rows])), tokens[rows], fontsize=6)
             if layer == 0:
@@ -262,6 +262,7 @@ def plot_attention_grid(maps: dict, kind: str, src_tokens: list[str], tgt_tokens
                 ax.set_xlabel(f"{cols} (key)", fontsize=8)
     fig.suptitle(f"{kind} attention: rows are {rows} tokens attending, columns the {cols} tokens they attend to")
     fig.tight_layout()
+    fig.colorbar(image, ax=axes, shrink=0.6, pad=0.01, label="attention weight")  # one scale for every panel: 0 to 1
     return fig
 
 

@@ -175,7 +175,7 @@ class ModelConfig:
 
 # %% notebooks/04_model.ipynb cell 13
 def build_model(config: ModelConfig) -> EncoderDecoder:
-    """The EncoderDecoder a ModelConfig describes, Xavier-initialized."""
+    """The EncoderDecoder a ModelConfig describes: Xavier-initialized weight matrices, chapter 1's embeddings."""
     c = config
 
     def embed(vocab: int) -> nn.Sequential:
@@ -190,13 +190,11 @@ def build_model(config: ModelConfig) -> EncoderDecoder:
     if c.share_embeddings:
         model.tgt_embed[0].embedding.weight = model.src_embed[0].embedding.weight
         model.generator.proj.weight = model.src_embed[0].embedding.weight
+    tables = {id(p) for m in model.modules() if isinstance(m, (TokenEmbedding, LearnedPositionalEmbedding))
+              for p in m.parameters()}  # keep N(0, 1/d_model) from chapter 1: unit variance after the sqrt(d) scale
     for p in model.parameters():  # each shared parameter once
-        if p.dim() > 1:
+        if p.dim() > 1 and id(p) not in tables:
             nn.init.xavier_uniform_(p)
-    if c.pad_idx is not None:
-        with torch.no_grad():
-            for table in (model.src_embed[0].embedding, model.tgt_embed[0].embedding):
-                table.weight[c.pad_idx].zero_()
     return model
 
 

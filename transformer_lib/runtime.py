@@ -15,7 +15,8 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["BUDGETS", "BUDGET_ENV", "default_device", "run_budget", "seed_everything", "world_size", "all_reduce_sum"]
+__all__ = ["BUDGETS", "BUDGET_ENV", "default_device", "run_budget", "seed_everything", "world_size", "all_reduce_sum",
+           "machine", "report"]
 
 BUDGETS = ("smoke", "cpu", "full")
 BUDGET_ENV = "BOOK_BUDGET"
@@ -87,3 +88,50 @@ def all_reduce_sum(value: float, device) -> float:
     t = torch.tensor(value, dtype=torch.float64 if device.type != "mps" else torch.float32, device=device)
     torch.distributed.all_reduce(t)
     return t.item()
+
+
+def machine() -> str:
+    """A short description of the machine a number was measured on: CPU model and cores, or the GPU."""
+    import platform
+
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    cpu = " ".join((cpu or platform.processor() or platform.machine() or "unknown CPU").split())
+    text = f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__.split('+')[0]}"
+    if torch.cuda.is_available():
+        text = f"{torch.cuda.get_device_name()} ({text})"
+    return text
+
+
+def report(name: str, text: str, **values) -> dict:
+    """Show `text`, formatted with `values`, as Markdown under the cell, and record `values` as the result `name`.
+
+    The values travel in the output's metadata, so the committed notebook carries the numbers its prose shows;
+    `python -m transformer_lib.book readme` renders the README's results from them, and tests check the prose
+    against them. Outside Jupyter the text is printed. Returns the values.
+    """
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"name must be an identifier, got {name!r}")
+    import json
+
+    json.dumps(values)  # refuse what the notebook's metadata cannot hold, here rather than at save time
+    shown = text.format(**values)
+    try:
+        from IPython import get_ipython
+        from IPython.display import Markdown, display
+    except ImportError:  # pragma: no cover - IPython ships with the book's requirements
+        get_ipython = None
+    if get_ipython is not None and get_ipython() is not None:
+        display(Markdown(shown), metadata={RESULT_KEY: {"name": name, "values": values}})
+    else:
+        print(shown)
+    return values
+
+
+RESULT_KEY = "book_result"

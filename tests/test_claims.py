@@ -1,0 +1,150 @@
+"""Every number the README and the chapters quote is tied to an output that shows it.
+
+The committed notebooks carry their measured results in output metadata (`runtime.report`), docs/runs.json the
+time each chapter took, benchmarks/speed.json the benchmark. These tests fail when the README's generated blocks,
+book.yml's promise, the prose's ranges and those records disagree. They read committed files; nothing is timed.
+"""
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+from transformer_lib import book as bk
+from transformer_lib import claims
+from transformer_lib.runtime import RESULT_KEY, report
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOK = bk.load_book(ROOT)
+RESULTS = claims.notebook_results(BOOK)
+
+
+def markdown(chapter_number: int) -> str:
+    nb = nbformat.read(ROOT / BOOK.chapters[chapter_number - 1].file, as_version=4)
+    return "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+
+
+def test_the_readme_blocks_are_rendered_from_the_recorded_results():
+    assert claims.readme_problems(BOOK) == []
+    text = (ROOT / "README.md").read_text()
+    for name in claims.BLOCKS:  # every block is in the README, and none is empty
+        block = re.search(rf"<!-- begin {name} \(python -m transformer_lib.book readme\) -->\n(.*?)<!-- end {name} -->",
+                          text, re.S)
+        assert block and block.group(1).strip(), name
+
+
+def test_a_stale_readme_block_is_reported_and_rendering_restores_it():
+    text = (ROOT / "README.md").read_text()
+    altered = text.replace("exact-sequence accuracy on 1,000 held-out sequences",
+                           "exact-sequence accuracy on 999 held-out sequences")
+    assert altered != text
+    problems = claims.readme_problems(BOOK, altered)
+    assert problems == ["README.md: block 'copy-task' disagrees with the recorded results; "
+                        "run `python -m transformer_lib.book readme`"]
+    assert claims.render_blocks(BOOK, altered) == text
+
+
+def test_the_committed_results_come_from_the_cpu_budget():
+    expected = {"training.copy_task", "decoding.kv_cache", "translation.cpu_run", "translation.shipped",
+                "fast.fast_path"}
+    assert expected <= set(RESULTS)
+    for name, values in RESULTS.items():
+        assert values["budget"] == "cpu", f"{name} was committed from a {values['budget']} run"
+
+
+def test_every_chapter_is_recorded_within_the_promise_of_book_yml():
+    minutes = claims.chapter_minutes(BOOK)
+    manifest = yaml.safe_load((ROOT / "book.yml").read_text())
+    assert f"at most about {minutes:g} minutes" in manifest["budgets"]["cpu"]
+    assert f"each chapter at most about {minutes:g} minutes" in (ROOT / "README.md").read_text()
+    runs = claims.recorded_runs(BOOK)
+    assert set(runs) == {c.file for c in BOOK.chapters}
+    for file, run in runs.items():
+        assert run["budget"] == "cpu", file
+        assert run["seconds"] <= 60 * minutes, f"{file} took {run['seconds'] / 60:.1f} minutes under cpu"
+
+
+def test_chapter_5_prose_matches_its_copy_task_run():
+    r = RESULTS["training.copy_task"]
+    assert "within 2,000 steps" in markdown(5)
+    assert r["test_accuracy"] == 1.0 and r["steps"] < 2000
+
+
+def test_chapter_7_cache_is_faster_as_the_prose_says():
+    r = RESULTS["decoding.kv_cache"]
+    assert "what it saves" in markdown(7).lower()
+    assert r["speedup"] > 1 and r["cache_s"] < r["recompute_s"]
+
+
+def test_chapter_8_prose_matches_its_runs():
+    r, shipped = RESULTS["translation.cpu_run"], RESULTS["translation.shipped"]
+    text = markdown(8)
+    assert "the average of epochs 1 and 2 scores below epoch 2" in text
+    assert r["average_tokenized"] < r["last_tokenized"] and r["kept"] == "last" and r["epochs"] == 2
+    assert "greedy\nBLEU climbs" in text and r["bleu_last"] > r["bleu_first"]
+    info = claims.shipped_info(BOOK)
+    assert "validation 40.9 for the average of epochs 16 to 20 against 41.2 for epoch 20" in text
+    assert (round(info["scores"]["average of 5"]["tokenized"], 1), round(info["scores"]["last"]["tokenized"], 1)) \
+        == (40.9, 41.2)
+    assert shipped["test_pairs"] == 1000 and shipped["val_tokenized"] == info["scores"]["last"]["tokenized"]
+
+
+def test_chapter_9_fast_path_is_faster_in_its_run():
+    r = RESULTS["fast.fast_path"]
+    assert r["fast"] > 1
+    if r["bf16"] is not None:
+        assert r["bf16_hardware"]
+
+
+def test_no_measured_speed_or_time_is_written_into_prose():
+    """Ratios like 5.7x and times like 37 s are rendered from outputs, never typed into Markdown or the README."""
+    measured = re.compile(r"\b\d+(\.\d+)?x\b(?! ?\d)|\b\d+(\.\d+)? ?(s|seconds|ms)\b(?!\w)")
+    readme = re.sub(r"<!-- begin ([\w-]+) .*?<!-- end \1 -->", "", (ROOT / "README.md").read_text(), flags=re.S)
+    readme = re.sub(r"```.*?```", "", readme, flags=re.S)
+    texts = {"README.md (outside generated blocks)": readme}
+    texts.update({c.file: markdown(n) for n, c in enumerate(BOOK.chapters, 1)})
+    for where, text in texts.items():
+        hits = [m.group(0) for m in measured.finditer(text)]
+        assert not hits, f"{where}: measured numbers typed into prose: {hits}"
+
+
+def test_report_prints_outside_jupyter_and_refuses_what_json_cannot_hold(capsys):
+    values = report("demo", "{n:,} steps in {s:.1f} s", n=1300, s=81.14)
+    assert capsys.readouterr().out == "1,300 steps in 81.1 s\n" and values == {"n": 1300, "s": 81.14}
+    with pytest.raises(TypeError):
+        report("demo", "{x}", x=object())
+    with pytest.raises(ValueError, match="name must be an identifier"):
+        report("not a name", "x")
+
+
+def test_results_are_read_from_output_metadata_and_a_duplicate_is_an_error(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "notebooks").mkdir()
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("report(...)")
+    output = nbformat.v4.new_output("display_data", data={"text/markdown": "**3** steps"},
+                                    metadata={RESULT_KEY: {"name": "demo", "values": {"steps": 3}}})
+    cell.outputs = [output]
+    nb.cells = [cell]
+    nbformat.write(nb, tmp_path / "notebooks" / "01_a.ipynb")
+    (tmp_path / "book.yml").write_text(yaml.safe_dump({"title": "t", "package": "pkg", "chapters": [
+        {"file": "notebooks/01_a.ipynb", "title": "A", "module": "alpha"}]}))
+    small = bk.load_book(tmp_path)
+    assert claims.notebook_results(small) == {"alpha.demo": {"steps": 3}}
+    cell.outputs = [output, output]
+    nbformat.write(nb, tmp_path / "notebooks" / "01_a.ipynb")
+    with pytest.raises(ValueError, match="result 'demo' is reported twice"):
+        claims.notebook_results(small)
+
+
+def test_record_run_keeps_other_chapters_and_book_order(tmp_path):
+    (tmp_path / "docs").mkdir()
+    chapters = (bk.Chapter("notebooks/01_a.ipynb", "A", "a"), bk.Chapter("notebooks/02_b.ipynb", "B", "b"))
+    small = bk.Book(tmp_path, "t", "pkg", chapters)
+    claims.record_run(small, chapters[1], "cpu", 12.345, "a machine")
+    claims.record_run(small, chapters[0], "smoke", 1.0, "a machine")
+    runs = json.loads((tmp_path / "docs" / "runs.json").read_text())
+    assert list(runs) == ["notebooks/01_a.ipynb", "notebooks/02_b.ipynb"]
+    assert runs["notebooks/02_b.ipynb"] == {"budget": "cpu", "seconds": 12.3, "machine": "a machine"}

@@ -1,0 +1,197 @@
+# Hand-written tool module (not generated from a notebook).
+"""Numbers the book quotes, read from where they were measured.
+
+Three kinds of record hold every measured number the README quotes:
+
+* results that chapters show with `runtime.report(name, text, **values)`: the values ride in the output's metadata
+  of the committed notebook (`notebook_results`);
+* how long each chapter took, written by `python -m transformer_lib.book run --record` to docs/runs.json
+  (`recorded_runs`);
+* the speed benchmark's last recorded run, `python benchmarks/speed.py --record` (benchmarks/speed.json).
+
+`python -m transformer_lib.book readme` rewrites the README's generated blocks, each between
+`<!-- begin NAME (python -m transformer_lib.book readme) -->` and `<!-- end NAME -->`, from those records, and
+`book check` fails while one is stale, so README and outputs cannot disagree.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import yaml
+
+from transformer_lib.runtime import RESULT_KEY
+
+__all__ = ["notebook_results", "recorded_runs", "record_run", "chapter_minutes", "render_blocks", "readme_problems",
+           "write_readme", "shipped_info", "RUNS_FILE", "SPEED_FILE"]
+
+RUNS_FILE = "docs/runs.json"
+SPEED_FILE = "benchmarks/speed.json"
+_BLOCK = re.compile(r"(<!-- begin ([\w-]+) \(python -m transformer_lib\.book readme\) -->\n)(.*?)(<!-- end \2 -->)", re.S)
+
+
+def _write_text(path: Path, text: str) -> None:
+    from transformer_lib.files import write_atomically
+
+    write_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def notebook_results(book) -> dict[str, dict]:
+    """{"module.name": values} of every result the committed chapters report."""
+    results = {}
+    for chapter in book.chapters:
+        nb = nbformat.read(book.root / chapter.file, as_version=4)
+        for index, cell in enumerate(nb.cells):
+            for output in cell.get("outputs", []):
+                record = output.get("metadata", {}).get(RESULT_KEY)
+                if record is None:
+                    continue
+                key = f"{chapter.module}.{record['name']}"
+                if key in results:
+                    raise ValueError(f"{chapter.file} cell {index}: result {record['name']!r} is reported twice")
+                results[key] = dict(record["values"])
+    return results
+
+
+def recorded_runs(book) -> dict[str, dict]:
+    """{chapter file: {budget, seconds, machine}} from docs/runs.json (empty when nothing was recorded)."""
+    path = book.root / RUNS_FILE
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path} is not valid JSON: {err}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected an object keyed by chapter file")
+    return data
+
+
+def record_run(book, chapter, budget: str, seconds: float, machine: str) -> None:
+    """Write how long `chapter` took under `budget` into docs/runs.json (other chapters' records are kept)."""
+    runs = recorded_runs(book)
+    runs[chapter.file] = {"budget": budget, "seconds": round(seconds, 1), "machine": machine}
+    ordered = {c.file: runs[c.file] for c in book.chapters if c.file in runs}
+    path = book.root / RUNS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _write_text(path, json.dumps(ordered, indent=2, ensure_ascii=False) + "\n")
+
+
+def chapter_minutes(book) -> float:
+    """The most minutes book.yml promises a chapter under the `cpu` budget (its `cpu_minutes`)."""
+    data = yaml.safe_load((book.root / "book.yml").read_text(encoding="utf-8"))
+    return float(data["cpu_minutes"])
+
+
+def _speed(book) -> dict | None:
+    path = book.root / SPEED_FILE
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def _run_times(book, results) -> str:
+    runs = recorded_runs(book)
+    limit = chapter_minutes(book)
+    lines = [f"What `book run --record` measured for the committed notebooks ({RUNS_FILE}); book.yml promises each "
+             f"chapter at most about {limit:g} minutes under `cpu`:", "",
+             "| chapter | budget | minutes | machine |", "|---|---|---|---|"]
+    for number, chapter in enumerate(book.chapters, 1):
+        run = runs.get(chapter.file)
+        if run:
+            lines.append(f"| {number}. {chapter.title} | `{run['budget']}` | {run['seconds'] / 60:.1f} | {run['machine']} |")
+        else:
+            lines.append(f"| {number}. {chapter.title} | not recorded | | |")
+    return "\n".join(lines) + "\n"
+
+
+def _copy_task(book, results) -> str:
+    r = results["training.copy_task"]
+    return (f"In the committed run of chapter 5 (budget `{r['budget']}`, {r['machine']}), the copy task reached "
+            f"{r['test_accuracy']:.1%} exact-sequence accuracy on 1,000 held-out sequences after {r['steps']:,} steps "
+            f"and {r['seconds']:.0f} s (seed 0); on other machines the steps are the same and the seconds are not.\n")
+
+
+def shipped_info(book) -> dict:
+    """The shipped model's metadata `info`: recipe, training history, validation scores."""
+    from transformer_lib.files import read_safetensors_metadata
+
+    path = book.package_dir / "pretrained" / "multi30k_de_en.safetensors"
+    return json.loads(read_safetensors_metadata(path)["info"])
+
+
+def _shipped(book, results) -> str:
+    r = results["translation.shipped"]
+    history = shipped_info(book)["history"]
+    epochs = sorted(b["seconds"] - a["seconds"] for a, b in zip(history, history[1:]))
+    median = epochs[len(epochs) // 2]
+    return ("| split | sacreBLEU (`" + r["signature"].replace("|", "\\|") + "`) | tokenized lowercased BLEU |\n"
+            "|---|---|---|\n"
+            f"| test2016 ({r['test_pairs']:,} pairs) | **{r['test_sacrebleu']:.2f}** | **{r['test_tokenized']:.2f}** |\n"
+            f"| val ({r['val_pairs']:,} pairs) | {r['val_sacrebleu']:.2f} | {r['val_tokenized']:.2f} |\n\n"
+            f"Its {len(history)} epochs took {history[-1]['seconds'] / 60:.0f} minutes of wall-clock time on a 2-core CPU, "
+            f"pauses of that machine included; the median epoch took {median / 60:.1f} minutes.\n")
+
+
+def _speed_table(book, results) -> str:
+    s = _speed(book)
+    if s is None:
+        return "No benchmark run is recorded yet: run `python benchmarks/speed.py --record`.\n"
+    lines = [f"Recorded by `python benchmarks/speed.py --record` ({SPEED_FILE}) on {s['machine']}, {s['threads']} "
+             f"thread{'s' if s['threads'] != 1 else ''}, device {s['device']}: {s['repeats']} interleaved rounds of "
+             f"{s['batches']} steps of about {s['tokens_per_batch']:,.0f} target tokens, 3+3 layers, d_model 256, "
+             f"d_ff 512, 8 heads; medians, ± half the range of the rounds.", "",
+             "| variant | tokens/s | vs nn.Transformer | share of the dtype's matmul peak |", "|---|---|---|---|"]
+    for v in s["variants"]:
+        lines.append(f"| {v['name']} | {v['tokens_per_s']:,.0f} ±{v['spread']:.0%} | {v['ratio']:.2f}x | "
+                     f"{v['peak_share']:.1%} of {v['peak_tflops']:.3f} TFLOP/s |")
+    d = s["decoding"]
+    lines += ["", f"Greedy decoding, {d['sentences']} sentences x {d['tokens']} tokens: {d['recompute_s']:.2f} s "
+              f"recomputing the prefix, {d['cache_s']:.2f} s with the cache ({d['recompute_s'] / d['cache_s']:.1f}x), "
+              f"{'identical' if d['identical'] else 'DIFFERENT'} output."]
+    return "\n".join(lines) + "\n"
+
+
+BLOCKS = {"run-times": _run_times, "copy-task": _copy_task, "shipped-scores": _shipped, "speed": _speed_table}
+
+
+def render_blocks(book, text: str) -> str:
+    """`text` with every generated block rendered from the records."""
+    results = notebook_results(book)
+
+    def fill(match):
+        name = match.group(2)
+        if name not in BLOCKS:
+            raise ValueError(f"README.md: no generated block called {name!r}; known: {', '.join(BLOCKS)}")
+        return match.group(1) + BLOCKS[name](book, results) + match.group(4)
+
+    return _BLOCK.sub(fill, text)
+
+
+def readme_problems(book, text: str | None = None) -> list[str]:
+    """Generated blocks of the README (or of `text`) that disagree with the records (empty when all are current)."""
+    path = book.root / "README.md"
+    if text is None:
+        if not path.is_file():
+            return []
+        text = path.read_text(encoding="utf-8")
+    try:
+        rendered = render_blocks(book, text)
+    except (KeyError, ValueError) as err:
+        return [f"README.md: cannot render its generated blocks: {err!r}"]
+    problems = []
+    for have, want in zip(_BLOCK.finditer(text), _BLOCK.finditer(rendered)):
+        if have.group(3) != want.group(3):
+            problems.append(f"README.md: block {have.group(2)!r} disagrees with the recorded results; "
+                            "run `python -m transformer_lib.book readme`")
+    return problems
+
+
+def write_readme(book) -> bool:
+    """Rewrite the README's generated blocks; True when something changed."""
+    path = book.root / "README.md"
+    text = path.read_text(encoding="utf-8")
+    rendered = render_blocks(book, text)
+    if rendered != text:
+        _write_text(path, rendered)
+    return rendered != text
