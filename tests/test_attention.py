@@ -195,3 +195,30 @@ def test_scaling_by_sqrt_d_model_is_caught(monkeypatch):
 def test_from_torch_rejects_unsupported_configurations():
     with pytest.raises(ValueError, match="kdim = vdim = embed_dim"):
         mha_from_torch(nn.MultiheadAttention(16, 4, kdim=8, vdim=8, batch_first=True))
+
+
+def test_a_padding_mask_on_query_rows_is_caught():
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(3, 1, 6, 16) for _ in range(3))
+    keys = padding_mask(TOKENS, PAD)
+    _, right = scaled_dot_product_attention(q, k, v, mask=keys)
+    _, wrong = scaled_dot_product_attention(q, k, v, mask=keys.transpose(-2, -1))  # (B, 1, L, 1): rows
+    assert right[1, 0, :3, 3:].sum() == 0  # sentence 1: real queries never see its 3 padding keys
+    assert wrong[1, 0, :3, 3:].sum(-1).min() > 0.05  # the bug: every real query attends to padding
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_our_mask_holds_in_half_precision_where_finite_fills_fail(dtype):
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(3, 2, 6, 8).to(dtype) for _ in range(3))
+    mask = padding_mask(TOKENS, PAD) & torch.tensor([True, True, False]).view(3, 1, 1, 1)  # sentence 2: no key
+    out, w = scaled_dot_product_attention(q, k, v, mask=mask)
+    assert torch.isfinite(out).all() and w[1, :, :, 3:].abs().sum() == 0 and w[2].abs().sum() == 0
+    scores = q @ k.transpose(-2, -1)
+    if dtype == torch.float16:
+        with pytest.raises(RuntimeError, match="overflow"):
+            scores.masked_fill(~mask, -1e9)
+    additive = torch.where(mask, 0.0, -1e9).to(dtype)  # a finite mask built in float32, then cast
+    finite = (scores.float() + additive.float()).softmax(-1)
+    assert finite[2].isnan().all() == (dtype == torch.float16)  # -inf after the cast: a NaN row
+    assert (finite[2].isnan().all() or finite[2].sum(-1).allclose(torch.ones(2, 6)))  # else: padding attended

@@ -174,7 +174,13 @@ class CrossAttentionFromInput(DecoderLayer):
         return self.sublayers[2](h, self.feed_forward)
 
 
-@pytest.mark.parametrize("buggy", [SharedSourceAttention, ResidualOfItself, ReusedNorm, CrossAttentionFromInput])
+class NoSourceMask(DecoderLayer):
+    def forward(self, x, memory, src_mask=None, tgt_mask=None):
+        return super().forward(x, memory, None, tgt_mask)  # cross-attention sees the source padding
+
+
+@pytest.mark.parametrize("buggy", [SharedSourceAttention, ResidualOfItself, ReusedNorm, CrossAttentionFromInput,
+                                   NoSourceMask])
 def test_decoder_pitfall_is_caught_by_the_torch_comparison(buggy):
     assert compare_decoder_layer(DecoderLayer) < 1e-5
     assert compare_decoder_layer(buggy) > 1e-2
@@ -188,3 +194,21 @@ def test_residual_of_itself_in_the_encoder_is_caught():
             return self.sublayers[1].norm(out + out)
 
     assert compare_encoder_layer(EncoderResidualOfItself, False) > 1e-2
+
+
+def test_the_annotated_transformer_layer_norm_is_a_different_function():
+    torch.manual_seed(0)
+    d = 64
+    theirs = randomized(nn.LayerNorm(d, eps=1e-6))
+    ours = LayerNorm(d, eps=1e-6)
+    ours.load_state_dict(theirs.state_dict())
+
+    def annotated(x):  # unbiased std, eps outside the root
+        return theirs.weight * (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + 1e-6) + theirs.bias
+
+    x = torch.randn(8, d)
+    assert (ours(x) - theirs(x)).abs().max() < 1e-5
+    centred = (annotated(x) - theirs.bias) / (theirs(x) - theirs.bias)
+    assert centred.median().item() == pytest.approx(((d - 1) / d) ** 0.5, abs=1e-4)
+    tiny = 1e-4 * torch.randn(8, d)  # eps comparable to the variance: the two disagree by far more
+    assert (annotated(tiny) - theirs(tiny)).abs().max() > 0.5 and (ours(tiny) - theirs(tiny)).abs().max() < 1e-5

@@ -48,7 +48,7 @@ def test_a_stale_readme_block_is_reported_and_rendering_restores_it():
 
 def test_the_committed_results_come_from_the_cpu_budget():
     expected = {"training.copy_task", "decoding.kv_cache", "translation.cpu_run", "translation.shipped",
-                "fast.fast_path"}
+                "fast.fast_path", "fast.profile"}
     assert expected <= set(RESULTS)
     for name, values in RESULTS.items():
         assert values["budget"] == "cpu", f"{name} was committed from a {values['budget']} run"
@@ -91,7 +91,9 @@ def test_chapter_8_prose_matches_its_runs():
     assert shipped["test_pairs"] == 1000 and shipped["val_tokenized"] == info["scores"]["last"]["tokenized"]
 
 
-def test_chapter_9_fast_path_is_faster_in_its_run():
+def test_chapter_9_fast_path_is_faster_in_its_run_and_matmuls_take_less_than_half():
+    assert "they take less than\nhalf of the time" in markdown(9)
+    assert RESULTS["fast.profile"]["matmul_share"] < 0.5
     r = RESULTS["fast.fast_path"]
     assert r["fast"] > 1
     if r["bf16"] is not None:
@@ -148,3 +150,20 @@ def test_record_run_keeps_other_chapters_and_book_order(tmp_path):
     runs = json.loads((tmp_path / "docs" / "runs.json").read_text())
     assert list(runs) == ["notebooks/01_a.ipynb", "notebooks/02_b.ipynb"]
     assert runs["notebooks/02_b.ipynb"] == {"budget": "cpu", "seconds": 12.3, "machine": "a machine"}
+
+
+def test_chapter_4_initialization_is_the_one_the_recorded_measurement_favours():
+    recorded = json.loads((ROOT / "benchmarks" / "init.json").read_text())
+    ours, xavier = recorded["variants"]
+    assert ours["name"].startswith("embeddings N(0, 1/d_model)") and xavier["name"].startswith("Xavier everywhere")
+    assert ours["val_loss"] < xavier["val_loss"] and ours["val_bleu"] > xavier["val_bleu"]
+    assert "The embedding tables keep chapter 1's" in markdown(4)
+
+
+def test_the_init_benchmark_compares_against_xavier_on_the_tables(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import init
+
+    model = init.xavier_everywhere(500, 600, n_layers=1, d_model=32, d_ff=64, n_heads=4, pad_idx=0)
+    table = model.src_embed[0].embedding.weight
+    assert abs(table[1:].std().item() / (2 / (500 + 32)) ** 0.5 - 1) < 0.05 and table[0].abs().sum() == 0
