@@ -149,9 +149,9 @@ def _run(args) -> int:
     warm, batches = batches[0], batches[1:]
     tokens = sum(b.n_tokens for b in batches)
     flops = sum(matmul_flops(b, len(tgt_vocab)) for b in batches)
-    record.update(device=str(device), tokens_per_batch=round(tokens / len(batches)))
-    print(f"machine: {machine()}, {torch.get_num_threads()} threads, torch "
-          f"{torch.__version__}, device {device}; bf16 matmul in hardware: {bf16}")
+    record.update(device=str(device), tokens_per_batch=round(tokens / len(batches)), data=source.split(':')[0])
+    print(f"machine: {machine()}, {torch.get_num_threads()} threads, device {device}; "
+          f"bf16 matmul in hardware: {bf16}")
     print(f"data: {source}; vocabularies {len(src_vocab):,} / {len(tgt_vocab):,}; {len(batches)} batches, "
           f"{tokens / len(batches):,.0f} target tokens a batch on average")
 

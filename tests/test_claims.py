@@ -167,3 +167,12 @@ def test_the_init_benchmark_compares_against_xavier_on_the_tables(monkeypatch):
     model = init.xavier_everywhere(500, 600, n_layers=1, d_model=32, d_ff=64, n_heads=4, pad_idx=0)
     table = model.src_embed[0].embedding.weight
     assert abs(table[1:].std().item() / (2 / (500 + 32)) ** 0.5 - 1) < 0.05 and table[0].abs().sum() == 0
+
+
+def test_chapter_9_prose_matches_the_recorded_benchmark():
+    recorded = json.loads((ROOT / claims.SPEED_FILE).read_text())
+    ratio = {v["name"]: v["ratio"] for v in recorded["variants"]}
+    assert "`nn.Transformer` starts ahead of our readable model" in markdown(9)
+    assert ratio["ours, readable (fp32)"] < 1 and ratio["ours, fast path (fp32)"] > ratio["ours, readable (fp32)"]
+    decoding = recorded["decoding"]
+    assert decoding["identical"] and decoding["cache_s"] < decoding["recompute_s"]

@@ -138,7 +138,7 @@ def _speed_table(book, results) -> str:
     if s is None:
         return "No benchmark run is recorded yet: run `python benchmarks/speed.py --record`.\n"
     lines = [f"Recorded by `python benchmarks/speed.py --record` ({SPEED_FILE}) on {s['machine']}, {s['threads']} "
-             f"thread{'s' if s['threads'] != 1 else ''}, device {s['device']}: {s['repeats']} interleaved rounds of "
+             f"thread{'s' if s['threads'] != 1 else ''}, device {s['device']}, data {s['data']}: {s['repeats']} interleaved rounds of "
              f"{s['batches']} steps of about {s['tokens_per_batch']:,.0f} target tokens, 3+3 layers, d_model 256, "
              f"d_ff 512, 8 heads; medians, ± half the range of the rounds.", "",
              "| variant | tokens/s | vs nn.Transformer | share of the dtype's matmul peak |", "|---|---|---|---|"]
