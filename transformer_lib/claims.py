@@ -109,7 +109,8 @@ def _copy_task(book, results) -> str:
     r = results["training.copy_task"]
     return (f"In the committed run of chapter 5 (budget `{r['budget']}`, {r['machine']}), the copy task reached "
             f"{r['test_accuracy']:.1%} exact-sequence accuracy on 1,000 held-out sequences after {r['steps']:,} steps "
-            f"and {r['seconds']:.0f} s (seed 0); on other machines the steps are the same and the seconds are not.\n")
+            f"and {r['seconds']:.0f} s (seed 0). Another machine takes other seconds, and its floating-point rounding can "
+            "change the number of steps.\n")
 
 
 def shipped_info(book) -> dict:
