@@ -35,6 +35,16 @@ def test_the_readme_blocks_are_rendered_from_the_recorded_results():
         assert block and block.group(1).strip(), name
 
 
+def test_book_readme_check_exits_0_on_the_committed_readme():
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "transformer_lib.book", "readme", "--check"], cwd=ROOT,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "generated blocks agree" in result.stdout
+
+
 def test_a_stale_readme_block_is_reported_and_rendering_restores_it():
     text = (ROOT / "README.md").read_text()
     altered = text.replace("exact-sequence accuracy on 1,000 held-out sequences",

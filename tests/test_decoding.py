@@ -150,7 +150,10 @@ def test_static_grid_puts_the_right_tokens_on_each_axis(maps, kind):
     assert [t.get_text() for t in ax.get_yticklabels()] == tokens[rows]
     assert [t.get_text() for t in ax.get_xticklabels()] == tokens[cols]
     assert rows in ax.get_ylabel() and cols in ax.get_xlabel()
-    assert len(fig.axes) == N_LAYERS * N_HEADS
+    panels = [a for a in fig.axes if a.get_label() != "<colorbar>"]
+    bars = [a for a in fig.axes if a.get_label() == "<colorbar>"]
+    assert len(panels) == N_LAYERS * N_HEADS
+    assert len(bars) == 1 and bars[0].get_ylabel() == "attention weight" and bars[0].get_ylim() == (0.0, 1.0)
     plt.close(fig)
 
 

@@ -2,8 +2,8 @@
 """The book's exporter and runner, driven by book.yml.
 
     python -m transformer_lib.book export          # notebooks -> transformer_lib/<module>.py
-    python -m transformer_lib.book check           # exit 1 when the two disagree, or the README and the results
-    python -m transformer_lib.book readme          # README's generated blocks <- recorded results (claims.py)
+    python -m transformer_lib.book check           # exit 1 when the two disagree
+    python -m transformer_lib.book readme [--check]  # README's generated blocks <- recorded results (claims.py)
     python -m transformer_lib.book run [--budget smoke|cpu|full] [--record] [CHAPTER ...]
 
 Cells are tagged with nbdev-style directives on their first lines:
@@ -473,8 +473,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=None, help="the book's folder (default: nearest with book.yml)")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("export", help="write the package modules from the notebooks")
-    sub.add_parser("check", help="exit 1 when the package and the notebooks, or the README and the results, disagree")
-    sub.add_parser("readme", help="rewrite the README's generated blocks from the recorded results")
+    sub.add_parser("check", help="exit 1 when the package and the notebooks disagree")
+    readme_p = sub.add_parser("readme", help="rewrite the README's generated blocks from the recorded results")
+    readme_p.add_argument("--check", action="store_true", help="change nothing; exit 1 when a block is stale")
     run_p = sub.add_parser("run", help="execute chapters in order and save them with outputs")
     run_p.add_argument("--budget", choices=[*BUDGETS, "auto"], default=None,
                        help=f"run budget (default: ${BUDGET_ENV}, else book.yml default_budget)")
@@ -491,19 +492,23 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"wrote {path.relative_to(book.root)}")
             print(f"{len(book.chapters)} chapters exported, {len(written)} modules changed")
         elif args.command == "check":
-            from transformer_lib.claims import readme_problems
-
-            problems = check(book) + readme_problems(book)
+            problems = check(book)
             if problems:
                 print("\n".join(problems), file=sys.stderr)
-                print("Out of date: run `python -m transformer_lib.book export` for the package, "
-                      "`python -m transformer_lib.book readme` for the README.", file=sys.stderr)
+                print("The package is out of date: run `python -m transformer_lib.book export`.", file=sys.stderr)
                 return 1
             print(f"book check: {len(book.chapters)} chapters and their modules agree")
         elif args.command == "readme":
-            from transformer_lib.claims import write_readme
+            from transformer_lib.claims import readme_problems, write_readme
 
-            print("README.md: generated blocks " + ("rewritten" if write_readme(book) else "already current"))
+            if args.check:
+                problems = readme_problems(book)
+                if problems:
+                    print("\n".join(problems), file=sys.stderr)
+                    return 1
+                print("README.md: generated blocks agree with the recorded results")
+            else:
+                print("README.md: generated blocks " + ("rewritten" if write_readme(book) else "already current"))
         else:
             run(book, select_chapters(book, args.chapters), args.budget, args.timeout, record=args.record)
     except (BookError, ValueError) as err:

@@ -10,8 +10,8 @@ Three kinds of record hold every measured number the README quotes:
 * the speed benchmark's last recorded run, `python benchmarks/speed.py --record` (benchmarks/speed.json).
 
 `python -m transformer_lib.book readme` rewrites the README's generated blocks, each between
-`<!-- begin NAME (python -m transformer_lib.book readme) -->` and `<!-- end NAME -->`, from those records, and
-`book check` fails while one is stale, so README and outputs cannot disagree.
+`<!-- begin NAME (python -m transformer_lib.book readme) -->` and `<!-- end NAME -->`, from those records;
+`book readme --check` and tests/test_claims.py fail while one is stale, so README and outputs cannot disagree.
 """
 from __future__ import annotations
 
