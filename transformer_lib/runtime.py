@@ -20,6 +20,7 @@ __all__ = ["BUDGETS", "BUDGET_ENV", "default_device", "run_budget", "seed_everyt
 
 BUDGETS = ("smoke", "cpu", "full")
 BUDGET_ENV = "BOOK_BUDGET"
+RESULT_KEY = "book_result"  # the output-metadata key under which report() records a result
 
 
 def default_device() -> torch.device:
@@ -133,5 +134,3 @@ def report(name: str, text: str, **values) -> dict:
         print(shown)
     return values
 
-
-RESULT_KEY = "book_result"
