@@ -226,9 +226,9 @@ def module_source(book: Book, chapter: Chapter) -> str:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    from transformer_lib.files import write_atomically
+
+    write_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def _stale_modules(book: Book) -> list[Path]:

@@ -32,7 +32,7 @@ SPEED_FILE = "benchmarks/speed.json"
 _BLOCK = re.compile(r"(<!-- begin ([\w-]+) \(python -m transformer_lib\.book readme\) -->\n)(.*?)(<!-- end \2 -->)", re.S)
 
 
-def _write_text(path: Path, text: str) -> None:
+def _write_atomic(path: Path, text: str) -> None:
     from transformer_lib.files import write_atomically
 
     write_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
@@ -76,7 +76,7 @@ def record_run(book, chapter, budget: str, seconds: float, machine: str) -> None
     ordered = {c.file: runs[c.file] for c in book.chapters if c.file in runs}
     path = book.root / RUNS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    _write_text(path, json.dumps(ordered, indent=2, ensure_ascii=False) + "\n")
+    _write_atomic(path, json.dumps(ordered, indent=2, ensure_ascii=False) + "\n")
 
 
 def chapter_minutes(book) -> float:
@@ -194,5 +194,5 @@ def write_readme(book) -> bool:
     text = path.read_text(encoding="utf-8")
     rendered = render_blocks(book, text)
     if rendered != text:
-        _write_text(path, rendered)
+        _write_atomic(path, rendered)
     return rendered != text

@@ -9,34 +9,85 @@ damaged after it was written is refused, with a message naming it, instead of be
 """
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
+import tempfile
 from pathlib import Path
 
 import torch
 
 __all__ = [
-    "write_atomically", "sha256_of", "safetensors_digest", "write_safetensors", "read_safetensors_metadata",
+    "write_atomically", "sha256_of", "safetensors_digest", "write_safetensors", "read_safetensors",
+    "read_safetensors_metadata", "load_tensors",
     "save_training_state", "read_training_state", "restore_training_state",
 ]
 
 
 # ------------------------------------------------------------------------------------------- any file
 def write_atomically(path, write) -> Path:
-    """Call write(temporary_path), then rename the result to path: readers never see half a file.
+    """Call write(temporary_path), then rename the result to path: readers see the old file or the new one, whole.
 
-    If write fails, the temporary file is removed and whatever was at path before is left as it was.
+    The temporary file has a name of its own (several writers may aim at one path; the last rename wins) that
+    carries the writer's process id, so one left behind by a killed writer is removed by the next write to the same
+    path. The data is flushed to disk before the rename and the folder after it, and the file gets the permissions
+    the user's umask gives a new file. If write fails, the temporary file is removed and whatever was at path is
+    left as it was.
     """
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
+    _remove_orphans(path)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)
     try:
         write(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())
+        _fsync(tmp)
         os.replace(tmp, path)
     except BaseException:  # Ctrl-C included
         tmp.unlink(missing_ok=True)
         raise
+    _fsync(path.parent)
     return path
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _fsync(path: Path) -> None:
+    """Flush a file's data, or a folder's entries, to disk (a no-op where the system cannot sync a folder)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _remove_orphans(path: Path) -> None:
+    """Remove temporary files of `path` whose writer process no longer runs (killed mid-write)."""
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        pid = tmp.name[len(path.name) + 2 :].split(".", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            tmp.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # someone else's process, or a system that cannot tell: leave its file alone
+    return True
 
 
 def sha256_of(path) -> str:
@@ -45,9 +96,10 @@ def sha256_of(path) -> str:
 
 
 # ------------------------------------------------------------------------------------------- safetensors with a digest
-def safetensors_digest(path) -> str:
-    """sha256 of a safetensors file: its tensor index, its metadata (but the digest itself) and its tensor bytes."""
-    raw = Path(path).read_bytes()
+def safetensors_digest(source) -> str:
+    """sha256 of a safetensors file (a path, or its bytes): its tensor index, its metadata (but the digest itself)
+    and its tensor bytes."""
+    raw = source if isinstance(source, bytes) else Path(source).read_bytes()
     size = int.from_bytes(raw[:8], "little")
     header = json.loads(raw[8 : 8 + size])
     metadata = header.pop("__metadata__", None) or {}
@@ -71,27 +123,54 @@ def _first_clause(err: Exception) -> str:
     return f"{type(err).__name__}: {str(err).split(':')[0]}"
 
 
-def _verify(path: Path, metadata: dict) -> None:
-    """Raise ValueError if the file's contents no longer match the sha256 written into it."""
-    if "sha256" in metadata and safetensors_digest(path) != metadata["sha256"]:
+def _verify(path: Path, raw: bytes, metadata: dict) -> None:
+    """Raise ValueError if the file's bytes no longer match the sha256 written into it."""
+    if "sha256" in metadata and safetensors_digest(raw) != metadata["sha256"]:
         raise ValueError(f"{path} is corrupt: its contents do not match the sha256 stored in it; "
                          "restore it or write it again")
 
 
-def read_safetensors_metadata(path, what: str = "checkpoint", advice: str = "it may be truncated or corrupt") -> dict:
-    """The metadata of a safetensors file, once its contents are checked against the sha256 written into it.
+def read_safetensors(path, what: str = "checkpoint", advice: str = "it may be truncated or corrupt") -> tuple[dict, dict]:
+    """(tensors, metadata) of a safetensors file, read in one go and checked against the sha256 written into it.
 
+    Reading the bytes once means a writer replacing the file meanwhile cannot mix two files into one read.
     A file safetensors cannot read raises ValueError("<path> is not a readable <what> (...); <advice>").
     """
-    from safetensors import safe_open
+    from safetensors.torch import load
 
+    path = Path(path)
     try:
-        with safe_open(str(path), "pt") as handle:
-            metadata = handle.metadata() or {}
+        raw = path.read_bytes()
+        tensors = load(raw)
+        size = int.from_bytes(raw[:8], "little")
+        metadata = json.loads(raw[8 : 8 + size]).get("__metadata__") or {}
     except Exception as err:
         raise ValueError(f"{path} is not a readable {what} ({_first_clause(err)}); {advice}") from None
-    _verify(Path(path), metadata)
-    return metadata
+    _verify(path, raw, metadata)
+    return tensors, metadata
+
+
+def read_safetensors_metadata(path, what: str = "checkpoint", advice: str = "it may be truncated or corrupt") -> dict:
+    """The metadata of a safetensors file, once its contents are checked against the sha256 written into it."""
+    return read_safetensors(path, what, advice)[1]
+
+
+def load_tensors(model: torch.nn.Module, tensors: dict) -> None:
+    """Load `tensors` into `model` strictly: each tensor is one of its entries, and each entry is given, a tied
+    parameter under any one of its names. Raises ValueError saying what does not fit."""
+    state = model.state_dict()
+    unexpected = sorted(set(tensors) - set(state))
+    given = {state[name].data_ptr() for name in tensors if name in state}
+    missing = sorted(name for name in state if name not in tensors and state[name].data_ptr() not in given)
+    if unexpected or missing:
+        raise ValueError(f"missing {missing[:3]}{' ...' if len(missing) > 3 else ''}, "
+                         f"unexpected {unexpected[:3]}{' ...' if len(unexpected) > 3 else ''}")
+    try:
+        model.load_state_dict(tensors, strict=False)
+    except RuntimeError as err:  # "Error(s) in loading state_dict for ...:" and one line per mismatch
+        lines = [line.strip() for line in str(err).strip().splitlines()[1:] if line.strip()] or [str(err)]
+        more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
+        raise ValueError(lines[0] + more) from None
 
 
 # ------------------------------------------------------------------------------------------- the training state
@@ -119,16 +198,7 @@ def save_training_state(path, model, optimizer, scheduler, **info) -> Path:
 
 def read_training_state(path, advice: str = "delete it to start over") -> tuple[dict, dict]:
     """(tensors, info) of a file save_training_state wrote, checked against its sha256; info's values decoded."""
-    from safetensors import safe_open
-    from safetensors.torch import load_file
-
-    try:
-        with safe_open(str(path), "pt") as handle:
-            metadata = handle.metadata() or {}
-        tensors = load_file(str(path))
-    except Exception as err:
-        raise ValueError(f"{path} is not a readable training state ({_first_clause(err)}); {advice}") from None
-    _verify(Path(path), metadata)
+    tensors, metadata = read_safetensors(path, "training state", advice)
     return tensors, {name: json.loads(value) for name, value in metadata.items() if name != "sha256"}
 
 
