@@ -259,3 +259,32 @@ def test_run_keeps_a_progress_bar_as_its_final_line_only():
                          nbformat.v4.new_output("stream", name="stdout", text="loss 0.05\n")]
     settled = settle_streams(outputs)
     assert [(o.name, o.text) for o in settled] == [("stderr", "train: 3/3 [00:03]\n"), ("stdout", "loss 0.1\nloss 0.05\n")]
+
+
+def test_a_book_yml_that_is_not_utf8_or_wrongly_typed_is_named(tmp_path):
+    make_book(tmp_path, {"01_alpha": ["#| default_exp alpha"]})
+    manifest = tmp_path / "book.yml"
+    good = manifest.read_bytes()
+    manifest.write_bytes(good + b"\ntitle2: \xff\xfe\n")
+    with pytest.raises(bk.BookError, match=r"book.yml is not UTF-8 text"):
+        bk.load_book(tmp_path)
+    data = yaml.safe_load(good)
+    data["chapters"][0]["file"] = ["notebooks/01_alpha.ipynb"]
+    manifest.write_text(yaml.safe_dump(data))
+    with pytest.raises(bk.BookError, match=r"book.yml: chapter 1: file must be text, got file=\['notebooks"):
+        bk.load_book(tmp_path)
+
+
+def test_a_package_file_that_is_not_utf8_is_named(tmp_path):
+    book = make_book(tmp_path, {"01_alpha": ["#| default_exp alpha"]})
+    (tmp_path / "pkg" / "latin1.py").write_bytes(b"# caf\xe9\n")
+    with pytest.raises(bk.BookError, match=r"pkg/latin1.py is not UTF-8 text"):
+        bk.check(book)
+
+
+@pytest.mark.parametrize("timeout", ["0", "-5", "ten"])
+def test_run_refuses_a_timeout_that_is_not_a_positive_number_of_seconds(tmp_path, timeout, capsys):
+    make_book(tmp_path, {"01_alpha": ["#| default_exp alpha"]})
+    with pytest.raises(SystemExit) as exit_:
+        bk.main(["--root", str(tmp_path), "run", "--timeout", timeout])
+    assert exit_.value.code == 2 and "--timeout" in capsys.readouterr().err

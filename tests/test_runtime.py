@@ -19,6 +19,14 @@ def test_unknown_budget_names_its_source(monkeypatch):
         run_budget()
 
 
+def test_a_default_budget_of_the_wrong_type_in_book_yml_names_it(monkeypatch, tmp_path):
+    monkeypatch.delenv("BOOK_BUDGET", raising=False)
+    (tmp_path / "book.yml").write_text("default_budget: [cpu]\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=r"book.yml default_budget=\['cpu'\] is not a run budget"):
+        run_budget()
+
+
 def test_default_device_is_usable():
     assert torch.zeros(1, device=default_device()).device.type == default_device().type
 

@@ -95,6 +95,8 @@ def load_book(root: Path | None = None) -> Book:
         data = yaml.safe_load(manifest.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise BookError(f"{manifest} does not exist") from None
+    except UnicodeDecodeError as err:
+        raise BookError(f"{manifest} is not UTF-8 text ({err.reason} at byte {err.start})") from None
     except yaml.YAMLError as err:
         raise BookError(f"{manifest} is not valid YAML: {err}") from None
     if not isinstance(data, dict):
@@ -111,6 +113,10 @@ def load_book(root: Path | None = None) -> Book:
     for i, entry in enumerate(data["chapters"], 1):
         if not isinstance(entry, dict) or not {"file", "title", "module"} <= entry.keys():
             raise BookError(f"{manifest}: chapter {i} needs file, title and module, got {entry!r}")
+        wrong = [key for key in ("file", "title", "module") if not isinstance(entry[key], str)]
+        if wrong:
+            raise BookError(f"{manifest}: chapter {i}: {', '.join(wrong)} must be text, got "
+                            + ", ".join(f"{key}={entry[key]!r}" for key in wrong))
         chapter = Chapter(str(entry["file"]), str(entry["title"]), str(entry["module"]))
         if not chapter.module.isidentifier():
             raise BookError(f"{manifest}: chapter {i} ({chapter.file}): module {chapter.module!r} is not a Python identifier")
@@ -132,8 +138,11 @@ def load_book(root: Path | None = None) -> Book:
 
 
 def _is_generated(path: Path) -> bool:
-    with open(path, encoding="utf-8") as handle:
-        return handle.readline().startswith(GENERATED_MARK)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.readline().startswith(GENERATED_MARK)
+    except UnicodeDecodeError as err:
+        raise BookError(f"{path} is not UTF-8 text ({err.reason} at byte {err.start}); fix or remove it") from None
 
 
 def parse_directives(source: str) -> tuple[dict[str, str], str]:
@@ -468,6 +477,16 @@ def run(book: Book, chapters: list[Chapter], budget: str | None = None, timeout:
             os.environ[BUDGET_ENV] = previous
 
 
+def _positive_seconds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number of seconds, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be at least 1 second, got {value}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m transformer_lib.book", description=__doc__.split("\n")[0])
     parser.add_argument("--root", type=Path, default=None, help="the book's folder (default: nearest with book.yml)")
@@ -479,7 +498,7 @@ def main(argv: list[str] | None = None) -> int:
     run_p = sub.add_parser("run", help="execute chapters in order and save them with outputs")
     run_p.add_argument("--budget", choices=[*BUDGETS, "auto"], default=None,
                        help=f"run budget (default: ${BUDGET_ENV}, else book.yml default_budget)")
-    run_p.add_argument("--timeout", type=int, default=1800, help="seconds a cell may run (default 1800)")
+    run_p.add_argument("--timeout", type=_positive_seconds, default=1800, help="seconds a cell may run (default 1800)")
     run_p.add_argument("--record", action="store_true",
                        help="write each chapter's time to docs/runs.json (the README's run-time table)")
     run_p.add_argument("chapters", nargs="*", help="chapter numbers, file stems or module names (default: all)")

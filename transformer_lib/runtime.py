@@ -56,6 +56,8 @@ def run_budget(name: str | None = None) -> str:
         name, source = os.environ.get(BUDGET_ENV) or None, f"${BUDGET_ENV}"
     if name is None:
         name, source = _manifest_default_budget(Path.cwd()) or "auto", "book.yml default_budget"
+    if not isinstance(name, str):
+        raise ValueError(f"{source}={name!r} is not a run budget; choose one of {', '.join(BUDGETS)} (or auto)")
     name = name.strip().lower()
     if name == "auto":
         return "full" if torch.cuda.is_available() else "cpu"
