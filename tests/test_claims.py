@@ -101,9 +101,9 @@ def test_chapter_8_prose_matches_its_runs():
     assert shipped["test_pairs"] == 1000 and shipped["val_tokenized"] == info["scores"]["last"]["tokenized"]
 
 
-def test_chapter_9_fast_path_is_faster_in_its_run_and_matmuls_take_less_than_half():
-    assert "they take less than\nhalf of the time" in markdown(9)
-    assert RESULTS["fast.profile"]["matmul_share"] < 0.5
+def test_chapter_9_fast_path_is_faster_in_its_run_and_matmuls_take_about_half():
+    assert "they take about half\nof the time or less" in markdown(9)
+    assert RESULTS["fast.profile"]["matmul_share"] < 0.6
     r = RESULTS["fast.fast_path"]
     assert r["fast"] > 1
     if r["bf16"] is not None:

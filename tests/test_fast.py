@@ -210,3 +210,25 @@ def test_the_speed_benchmark_runs_and_prints_its_table(capsys, monkeypatch, tmp_
     assert recorded["variants"][0]["ratio"] == 1.0 and recorded["decoding"]["identical"] is True
     assert recorded["threads"] == 1 and recorded["repeats"] == 1
     sys.modules.pop("speed", None)
+
+
+@pytest.mark.parametrize("p", [1.0, 1 - 1e-6])
+def test_fast_dropout_with_p_rounding_to_one_drops_everything(p):
+    x = torch.ones(3, 5, requires_grad=True)
+    y = FastDropout(p).train()(x)  # raised ZeroDivisionError when p * 65536 rounded to 65536
+    assert torch.equal(y, torch.zeros(3, 5))
+    y.sum().backward()
+    assert torch.equal(x.grad, torch.zeros(3, 5))
+
+
+def test_fast_label_smoothing_is_finite_where_padding_has_zero_probability():
+    torch.manual_seed(0)
+    scores = torch.randn(6, 9)
+    scores[:, 0] = -float("inf")  # the model gives padding (id 0) probability 0: log p = -inf
+    log_probs = scores.log_softmax(-1).requires_grad_()
+    target = torch.tensor([3, 1, 0, 8, 2, 0])  # two padding targets
+    fast = FastLabelSmoothing(9, 0, 0.1)(log_probs, target)
+    readable = LabelSmoothing(9, 0, 0.1)(log_probs.detach(), target)
+    assert torch.isfinite(fast) and fast.item() == pytest.approx(readable.item(), rel=1e-5)
+    fast.backward()
+    assert torch.isfinite(log_probs.grad).all()

@@ -81,6 +81,8 @@ class FastDropout(nn.Dropout):
         if not self.training or self.p == 0.0:
             return x
         threshold = round(self.p * 65536)
+        if threshold >= 65536:  # p rounds to 1: everything is dropped, as nn.Dropout(1.0) does
+            return x * 0
         n = x.numel()
         bits = torch.randint(-2**63, 2**63 - 1, ((n + 3) // 4,), dtype=torch.int64, device=x.device)
         keep = bits.view(torch.int16)[:n].view(x.shape) >= threshold - 32768  # P(keep) = 1 - threshold / 65536
@@ -100,12 +102,12 @@ class _SmoothedKL(torch.autograd.Function):
         loss = -confidence * log_p_y
         constant = confidence * math.log(confidence) if confidence > 0 else 0.0
         if smoothing > 0:
-            rest = log_probs.sum(dim=1) - log_probs[:, pad] - log_p_y  # every token but y and <pad>
+            rest = log_probs[:, :pad].sum(dim=1) + log_probs[:, pad + 1 :].sum(dim=1) - log_p_y  # all but y, <pad>
             loss = loss - other * rest
             constant += smoothing * math.log(other)
         ctx.save_for_backward(target, real)
         ctx.constants = (confidence, other, pad, V)
-        return ((loss + constant) * real).sum()
+        return torch.where(real > 0, loss + constant, 0.0).sum()  # padding rows count 0, even where log p is -inf
 
     @staticmethod
     def backward(ctx, grad):
