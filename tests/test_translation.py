@@ -61,3 +61,23 @@ def test_saving_a_model_without_config_is_an_error(tmp_path):
     model.config = None
     with pytest.raises(ValueError, match="model has no config"):
         save_checkpoint(tmp_path / "m.safetensors", model, vocab_of(13), vocab_of(13))
+
+
+@pytest.mark.parametrize("field, value, error, message", [
+    ("seed", -1, ValueError, "seed must be an int >= 0, got -1"),
+    ("seed", 1.5, TypeError, "seed must be an int, got float 1.5"),
+    ("seed", 2**32, ValueError, r"seed must be in \[0, 2\*\*32\)"),
+    ("factor", float("inf"), ValueError, "factor must be finite, got inf"),
+    ("factor", "1.0", TypeError, "factor must be a number, got str '1.0'"),
+    ("length_penalty", float("nan"), ValueError, "length_penalty must be finite"),
+    ("clip_norm", "1", TypeError, "clip_norm must be a number, got str"),
+    ("shared_vocab", 1, TypeError, "shared_vocab must be True or False, got int 1"),
+    ("norm_first", "yes", TypeError, "norm_first must be True or False"),
+    ("epochs", "3", TypeError, "epochs must be an int, got str '3'"),
+])
+def test_recipe_refuses_bad_values_at_construction(tmp_path, field, value, error, message):
+    from transformer_lib.translation import Recipe
+
+    with pytest.raises(error, match=message):
+        Recipe(**{field: value})
+    assert list(tmp_path.iterdir()) == []  # refused before anything was written

@@ -12,6 +12,7 @@ import it when called (check_vocabs).
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import torch
@@ -50,6 +51,14 @@ def check_probability(name: str, value) -> None:
     """Raise unless value is a number in [0, 1) (a dropout or smoothing probability)."""
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0.0 <= value < 1.0:
         raise ValueError(f"{name} must be a probability in [0, 1), got {value!r}")
+
+
+def check_number(name: str, value) -> None:
+    """Raise unless value is a finite int or float (not a bool, not a string), naming the argument."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
 
 
 def check_positive(name: str, value) -> None:
@@ -452,10 +461,18 @@ def check_recipe(r) -> None:
     for name in ("train_pairs", "eval_pairs"):
         if getattr(r, name) is not None:
             check_int(name, getattr(r, name))
+    check_int("seed", r.seed, low=0)
+    if r.seed >= 2**32:
+        raise ValueError(f"seed must be in [0, 2**32), got {r.seed}")
     if r.d_model % r.n_heads:
         raise ValueError(f"d_model={r.d_model} is not divisible by n_heads={r.n_heads}")
+    for name in ("norm_first", "shared_vocab", "lower"):
+        if not isinstance(getattr(r, name), bool):
+            raise TypeError(f"{name} must be True or False, got {type(getattr(r, name)).__name__} {getattr(r, name)!r}")
     check_probability("dropout", r.dropout)
     check_probability("smoothing", r.smoothing)
+    for name in ("factor", "length_penalty") + (("clip_norm",) if r.clip_norm is not None else ()):
+        check_number(name, getattr(r, name))
     check_positive("factor", r.factor)
     if r.clip_norm is not None and not r.clip_norm > 0:
         raise ValueError(f"clip_norm must be positive or None, got {r.clip_norm!r}")
