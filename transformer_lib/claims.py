@@ -25,7 +25,7 @@ import yaml
 from transformer_lib.runtime import RESULT_KEY
 
 __all__ = ["notebook_results", "recorded_runs", "record_run", "chapter_minutes", "render_blocks", "readme_problems",
-           "write_readme", "shipped_info", "RUNS_FILE", "SPEED_FILE"]
+           "write_readme", "shipped_info", "speed_markdown", "RUNS_FILE", "SPEED_FILE"]
 
 RUNS_FILE = "docs/runs.json"
 SPEED_FILE = "benchmarks/speed.json"
@@ -134,14 +134,12 @@ def _shipped(book, results) -> str:
             f"pauses of that machine included; the median epoch took {median / 60:.1f} minutes.\n")
 
 
-def _speed_table(book, results) -> str:
-    s = _speed(book)
-    if s is None:
-        return "No benchmark run is recorded yet: run `python benchmarks/speed.py --record`.\n"
-    lines = [f"Recorded by `python benchmarks/speed.py --record` ({SPEED_FILE}) on {s['machine']}, {s['threads']} "
-             f"thread{'s' if s['threads'] != 1 else ''}, device {s['device']}, data {s['data']}: {s['repeats']} interleaved rounds of "
-             f"{s['batches']} steps of about {s['tokens_per_batch']:,.0f} target tokens, 3+3 layers, d_model 256, "
-             f"d_ff 512, 8 heads; medians, ± half the range of the rounds.", "",
+def speed_markdown(s: dict) -> str:
+    """A recorded run of benchmarks/speed.py as Markdown: the training table, then greedy decoding."""
+    lines = [f"{s['machine']}, {s['threads']} thread{'s' if s['threads'] != 1 else ''}, device {s['device']}, data "
+             f"{s['data']}: {s['repeats']} interleaved rounds of {s['batches']} steps of about "
+             f"{s['tokens_per_batch']:,.0f} target tokens, 3+3 layers, d_model 256, d_ff 512, 8 heads; medians, "
+             "± half the range of the rounds.", "",
              "| variant | tokens/s | vs nn.Transformer | share of the dtype's matmul peak |", "|---|---|---|---|"]
     for v in s["variants"]:
         lines.append(f"| {v['name']} | {v['tokens_per_s']:,.0f} ±{v['spread']:.0%} | {v['ratio']:.2f}x | "
@@ -151,6 +149,13 @@ def _speed_table(book, results) -> str:
               f"recomputing the prefix, {d['cache_s']:.2f} s with the cache ({d['recompute_s'] / d['cache_s']:.1f}x), "
               f"{'identical' if d['identical'] else 'DIFFERENT'} output."]
     return "\n".join(lines) + "\n"
+
+
+def _speed_table(book, results) -> str:
+    s = _speed(book)
+    if s is None:
+        return "No benchmark run is recorded yet: run `python benchmarks/speed.py --record`.\n"
+    return f"Recorded by `python benchmarks/speed.py --record` ({SPEED_FILE}) on " + speed_markdown(s)
 
 
 BLOCKS = {"run-times": _run_times, "copy-task": _copy_task, "shipped-scores": _shipped, "speed": _speed_table}
