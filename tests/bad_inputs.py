@@ -587,13 +587,15 @@ def _(tmp):
 @case("load_checkpoint(path)", "weights that do not fit the config", ValueError, "do not fit")
 def _(tmp):
     from safetensors.torch import save_model
+    from transformer_lib.files import write_safetensors
 
     path = tiny_checkpoint(tmp)
     from safetensors import safe_open
     with safe_open(str(path), "pt") as handle:
         metadata = handle.metadata()
-    metadata.pop("sha256")  # a file put together by hand: its own config, someone else's weights
-    save_model(tiny_model(d_model=16, d_ff=16, pad_idx=1), str(path), metadata)
+    metadata.pop("sha256")  # a file put together by hand, and signed: its own config, someone else's weights
+    write_safetensors(path, lambda tmp, meta: save_model(tiny_model(d_model=16, d_ff=16, pad_idx=1), str(tmp), meta),
+                      metadata)
     X.load_checkpoint(path)
 
 

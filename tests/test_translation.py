@@ -42,6 +42,7 @@ def test_truncated_checkpoint_is_reported_never_used(tmp_path):
 def test_checkpoint_whose_vocabularies_do_not_match_its_config_is_rejected(tmp_path):
     from safetensors import safe_open
     from safetensors.torch import save_model
+    from transformer_lib.files import write_safetensors
 
     model = small_model()
     with pytest.raises(ValueError, match="tgt_vocab has 20 tokens, but the model was built for tgt_vocab=13"):
@@ -50,8 +51,9 @@ def test_checkpoint_whose_vocabularies_do_not_match_its_config_is_rejected(tmp_p
     path = save_checkpoint(tmp_path / "m.safetensors", model, vocab_of(13), vocab_of(13))
     with safe_open(str(path), "pt") as handle:
         metadata = handle.metadata()
-    metadata.pop("sha256")  # a file put together by hand, with another vocabulary
-    save_model(model, str(path), {**metadata, "tgt_vocab": vocab_of(20).to_json()})
+    metadata.pop("sha256")  # a file put together by hand, and signed, with another vocabulary
+    write_safetensors(path, lambda tmp, meta: save_model(model, str(tmp), meta),
+                      {**metadata, "tgt_vocab": vocab_of(20).to_json()})
     with pytest.raises(ValueError, match="do not match the config's src_vocab=13, tgt_vocab=13"):
         load_checkpoint(path)
 

@@ -127,11 +127,13 @@ class MultiHeadAttention(nn.Module):
 def mha_from_torch(mha: nn.MultiheadAttention) -> MultiHeadAttention:
     """A MultiHeadAttention holding a copy of the weights of a torch.nn.MultiheadAttention.
 
-    The source must project queries, keys and values from d_model each, with biases (PyTorch's defaults).
+    The source must project queries, keys and values from d_model each, with biases (PyTorch's defaults); the copy
+    has the source's device and dtype.
     """
     if not mha._qkv_same_embed_dim or mha.in_proj_bias is None or mha.bias_k is not None:
         raise ValueError("mha must use kdim = vdim = embed_dim, bias=True and add_bias_kv=False")
-    ours = MultiHeadAttention(mha.embed_dim, mha.num_heads, dropout=mha.dropout)
+    weight = mha.in_proj_weight
+    ours = MultiHeadAttention(mha.embed_dim, mha.num_heads, dropout=mha.dropout).to(weight.device, weight.dtype)
     w_q, w_k, w_v = mha.in_proj_weight.detach().chunk(3)  # each (d_model, d_model)
     b_q, b_k, b_v = mha.in_proj_bias.detach().chunk(3)  # each (d_model,)
     with torch.no_grad():
@@ -139,4 +141,4 @@ def mha_from_torch(mha: nn.MultiheadAttention) -> MultiHeadAttention:
                              (ours.w_o, mha.out_proj.weight, mha.out_proj.bias)):
             linear.weight.copy_(w)
             linear.bias.copy_(b)
-    return ours.to(mha.in_proj_weight.device)
+    return ours

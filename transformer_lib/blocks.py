@@ -170,19 +170,19 @@ class DecoderLayer(nn.Module):
 # %% notebooks/03_blocks.ipynb cell 20
 def encoder_layer_from_torch(layer: nn.TransformerEncoderLayer) -> EncoderLayer:
     """An EncoderLayer holding a copy of the weights of an nn.TransformerEncoderLayer (batch_first, relu)."""
-    ours = EncoderLayer(**_torch_layer_options(layer))
+    ours = EncoderLayer(**_torch_layer_options(layer)).to(layer.linear1.weight.device, layer.linear1.weight.dtype)
     ours.self_attn = mha_from_torch(layer.self_attn)
     _copy_feed_forward_and_norms(ours, layer, n_norms=2)
-    return ours.to(layer.linear1.weight.device)
+    return ours
 
 
 def decoder_layer_from_torch(layer: nn.TransformerDecoderLayer) -> DecoderLayer:
     """A DecoderLayer holding a copy of the weights of an nn.TransformerDecoderLayer (batch_first, relu)."""
-    ours = DecoderLayer(**_torch_layer_options(layer))
+    ours = DecoderLayer(**_torch_layer_options(layer)).to(layer.linear1.weight.device, layer.linear1.weight.dtype)
     ours.self_attn = mha_from_torch(layer.self_attn)
     ours.src_attn = mha_from_torch(layer.multihead_attn)
     _copy_feed_forward_and_norms(ours, layer, n_norms=3)
-    return ours.to(layer.linear1.weight.device)
+    return ours
 
 
 def _torch_layer_options(layer: nn.Module) -> dict:

@@ -25,9 +25,9 @@ __all__ = [
     "check_training_options", "check_training_batch", "check_decoding", "check_copy_task",
     "check_split", "check_text", "check_vocab_tokens", "check_token_lists", "check_token_list", "check_vocab_id",
     "check_examples", "check_cache_length", "check_vocabs", "check_checkpoint", "check_file",
-    "check_checkpoint_metadata", "check_checkpoint_vocabs", "check_sentences", "check_carried_vocabs",
-    "check_strings", "check_bleu_inputs", "check_recipe", "check_recipe_fields", "check_training_run",
-    "check_shared_vocab", "check_resumable", "check_shipped_model", "check_attention_ids", "check_attention_kind",
+    "check_checkpoint_metadata", "read_checkpoint_metadata", "check_checkpoint_shapes", "as_dtype", "as_device", "check_checkpoint_vocabs", "check_sentences", "check_source_lengths", "check_carried_vocabs",
+    "check_strings", "check_unicode", "check_bleu_inputs", "check_recipe", "check_recipe_fields", "check_training_run",
+    "check_shared_vocab", "check_resumable", "check_shipped_model", "check_one_source", "check_training_state", "check_resume_data", "check_attention_ids", "check_attention_kind",
     "check_map_labels",
 ]
 
@@ -331,6 +331,7 @@ def check_text(text) -> None:
     """A tokenizer's input: one sentence as a str."""
     if not isinstance(text, str):
         raise TypeError(f"text must be a str (one sentence), got {type(text).__name__}")
+    check_unicode("text", text)
 
 
 def check_vocab_tokens(tokens, specials) -> None:
@@ -409,10 +410,116 @@ def check_file(path) -> None:
 
 
 def check_checkpoint_metadata(path, metadata: dict) -> None:
-    """A checkpoint's metadata must hold what save_checkpoint writes."""
+    """A checkpoint's metadata must hold what save_checkpoint writes (and not be a training state)."""
+    if {"param_groups", "scheduler"} <= metadata.keys():
+        raise ValueError(f"{path} is a training state (what train_translation writes to resume a run), not a "
+                         "checkpoint; load model.safetensors or an epoch_NNN.safetensors of that folder instead")
     missing = {"config", "src_vocab", "tgt_vocab"} - metadata.keys()
     if missing:
         raise ValueError(f"{path} lacks {', '.join(sorted(missing))}: not written by save_checkpoint")
+
+
+def _json(path, name: str, text: str, kind: type):
+    """One metadata entry decoded from JSON, which must be of `kind`; ValueError naming the file and entry."""
+    try:
+        value = json.loads(text)
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"{path}: its {name} is not valid JSON ({err})") from None
+    if not isinstance(value, kind):
+        raise ValueError(f"{path}: its {name} must be a JSON {'object' if kind is dict else kind.__name__}, "
+                         f"got {type(value).__name__} {str(value)[:40]}")
+    return value
+
+
+def read_checkpoint_metadata(path, metadata: dict, tensors: dict):
+    """(config, src_vocab, tgt_vocab, info) of a checkpoint, each checked before a model is built.
+
+    Raises ValueError naming the file and what is wrong: a training state given as a checkpoint, a missing entry,
+    text that is not JSON or JSON of the wrong type, a vocabulary that is not a list of distinct strings or whose
+    size the config does not say, a config whose model does not have the shapes of the file's tensors. The shapes
+    are compared on PyTorch's meta device, so a config describing a model far larger than the file allocates
+    nothing.
+    """
+    from transformer_lib.data import Vocab  # chapters 4 and 6's classes, imported where they are used
+    from transformer_lib.model import ModelConfig
+
+    check_checkpoint_metadata(path, metadata)
+    try:
+        config = ModelConfig.from_dict(_json(path, "config", metadata["config"], dict))
+    except (ValueError, TypeError) as err:
+        raise ValueError(str(err) if str(err).startswith(str(path)) else f"{path}: its config is not valid ({err})"
+                         ) from None
+    vocabs = []
+    for name in ("src_vocab", "tgt_vocab"):
+        tokens = _json(path, name, metadata[name], dict).get("tokens")
+        if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+            raise ValueError(f"{path}: its {name} must hold a list of token strings under \"tokens\"")
+        try:
+            vocabs.append(Vocab(tokens))
+        except ValueError as err:
+            raise ValueError(f"{path}: its {name} is not a vocabulary ({err})") from None
+    check_checkpoint_vocabs(path, len(vocabs[0]), len(vocabs[1]), config)
+    info = _json(path, "info", metadata.get("info", "{}"), dict)
+    check_checkpoint_shapes(path, config, tensors)
+    return config, vocabs[0], vocabs[1], info
+
+
+def check_checkpoint_shapes(path, config, tensors: dict) -> None:
+    """The model `config` describes, built on the meta device (no memory), must have the file's tensors' names and
+    shapes, and its positional tables must not dwarf the file's weights."""
+    from transformer_lib.model import build_model
+
+    with torch.device("meta"):
+        skeleton = build_model(config)
+    shapes, groups = {}, {}  # name -> shape; id(tensor) -> its names (tied weights share one tensor)
+    for name, t in [*skeleton.named_parameters(remove_duplicate=False), *skeleton.named_buffers(remove_duplicate=False)]:
+        shapes[name] = tuple(t.shape)
+        groups.setdefault(id(t), []).append(name)
+    stored = set(skeleton.state_dict())
+    wrong = [f"{n} {tuple(t.shape)} (the config says {shapes[n]})" for n, t in tensors.items()
+             if n in shapes and tuple(t.shape) != shapes[n]]
+    unexpected = sorted(set(tensors) - set(shapes))
+    missing = sorted(names[0] for names in groups.values()
+                     if names[0] in stored and not any(n in tensors for n in names))
+    if wrong or unexpected or missing:
+        what = "; ".join(part for part in (
+            f"shapes differ: {', '.join(wrong[:2])}{' ...' if len(wrong) > 2 else ''}" if wrong else "",
+            f"missing {missing[:3]}{' ...' if len(missing) > 3 else ''}" if missing else "",
+            f"unexpected {unexpected[:3]}{' ...' if len(unexpected) > 3 else ''}" if unexpected else "") if part)
+        raise ValueError(f"{path}: weights do not fit the model its config describes ({what})")
+    weights = sum(t.numel() for t in tensors.values())
+    tables = sum(t.numel() for name, t in skeleton.named_buffers() if name not in stored)
+    if tables > max(4 * weights, 1 << 24):
+        raise ValueError(f"{path}: its config asks for positional tables of {tables:,} values (max_len="
+                         f"{config.max_len}, d_model={config.d_model}) against {weights:,} weights in the file; "
+                         "the config does not belong to these weights")
+
+
+def as_dtype(name: str, dtype) -> torch.dtype:
+    """A floating-point torch.dtype from a torch.dtype or its name ("float16", "torch.bfloat16", "half")."""
+    if isinstance(dtype, str):
+        found = getattr(torch, dtype.removeprefix("torch."), None)
+        if not isinstance(found, torch.dtype):
+            raise ValueError(f"{name}={dtype!r} is not a torch dtype; use e.g. torch.float16 or 'float16'")
+        dtype = found
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"{name} must be a torch.dtype or its name, e.g. torch.float16, got {type(dtype).__name__}")
+    if not dtype.is_floating_point:
+        raise ValueError(f"{name}={dtype} is not a floating-point type; use torch.float32, float16 or bfloat16")
+    return dtype
+
+
+def as_device(name: str, device) -> torch.device:
+    """A torch.device from a torch.device, a string ("cpu", "cuda:1", "mps") or a CUDA index."""
+    if isinstance(device, torch.device):
+        return device
+    if isinstance(device, bool) or not isinstance(device, (str, int)):
+        raise TypeError(f"{name} must be a torch.device, a string such as 'cpu' or 'cuda', or a CUDA index; "
+                        f"got {type(device).__name__}")
+    try:
+        return torch.device(device)
+    except (RuntimeError, ValueError) as err:
+        raise ValueError(f"{name}={device!r} is not a device: {str(err).splitlines()[0]}") from None
 
 
 def check_checkpoint_vocabs(path, src_size: int, tgt_size: int, config) -> None:
@@ -422,12 +529,21 @@ def check_checkpoint_vocabs(path, src_size: int, tgt_size: int, config) -> None:
                          f"config's src_vocab={config.src_vocab}, tgt_vocab={config.tgt_vocab}")
 
 
-def check_sentences(sentences, beam_size, model, src_vocab, tgt_vocab) -> None:
-    """translate_tokens' inputs: a list of sentences (not one str), a beam size, vocabularies that fit the model."""
+def check_sentences(sentences, beam_size, model, src_vocab, tgt_vocab, batch_size: int = 1) -> None:
+    """translate_tokens' inputs: a list of sentences (not one str), a beam size and a batch size, vocabularies
+    that fit the model."""
     if isinstance(sentences, str):
         raise TypeError("sentences must be a list of strings; use translate() for a single sentence")
-    check_int("beam_size", beam_size)
+    check_ints(beam_size=beam_size, batch_size=batch_size)
     check_vocabs(model, src_vocab, tgt_vocab)
+
+
+def check_source_lengths(ids: list, max_len: int) -> None:
+    """Every tokenized source must fit the model's positions; the first that does not is named."""
+    for i, sentence in enumerate(ids):
+        if len(sentence) > max_len:
+            raise ValueError(f"sentence {i} has {len(sentence):,} tokens, more than the model's {max_len:,} "
+                             "positions (max_len); split it into shorter sentences")
 
 
 def check_carried_vocabs(model, src_vocab, tgt_vocab) -> None:
@@ -437,10 +553,25 @@ def check_carried_vocabs(model, src_vocab, tgt_vocab) -> None:
                          "or load the model with load_checkpoint")
 
 
-def check_strings(sentences: list) -> None:
-    """translate's sentences: each a str."""
-    if not all(isinstance(s, str) for s in sentences):
-        raise TypeError("sentence must be a string or a list of strings")
+def check_strings(sentences) -> list:
+    """translate's sentences: a list (or other iterable, not a dict) of str, each valid Unicode; as a list."""
+    if isinstance(sentences, (bytes, bytearray, dict)) or not hasattr(sentences, "__iter__"):
+        raise TypeError(f"sentence must be a string or a list of strings, got {type(sentences).__name__}")
+    sentences = list(sentences)
+    for i, s in enumerate(sentences):
+        if not isinstance(s, str):
+            raise TypeError(f"sentence must be a string or a list of strings; item {i} is {type(s).__name__}")
+        check_unicode(f"sentence {i}", s)
+    return sentences
+
+
+def check_unicode(name: str, text: str) -> None:
+    """Text must be encodable as UTF-8: no lone surrogates (what undecodable bytes become under surrogateescape)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ValueError(f"{name} holds a lone surrogate {text[err.start]!r} at character {err.start}, which is not "
+                         "text; decode the input with the right encoding (or errors='replace')") from None
 
 
 def check_bleu_inputs(hypotheses, references) -> None:
@@ -509,6 +640,63 @@ def check_resumable(path, saved: dict, recipe: dict) -> None:
     if changed:
         raise ValueError(f"{path} was trained with a different recipe ({', '.join(changed)} differ); "
                          "use another out_dir or resume=False")
+
+
+def check_one_source(sources: dict) -> None:
+    """prepare_data's splits must all be Multi30k or all the offline corpus: a test set of generated sentences
+    must never be scored and called test2016 because one file was missing or corrupt."""
+    offline = {split: source for split, source in sources.items() if source.startswith("OFFLINE")}
+    if offline and len(offline) < len(sources):
+        found = ", ".join(split for split in sources if split not in offline)
+        split, note = next(iter(offline.items()))
+        reason = note.split(": ", 1)[1].split(". Using ")[0]
+        raise ValueError(f"Multi30k {found} found, but not {', '.join(offline)}: {reason}. Mixing Multi30k with "
+                         "the offline corpus would report scores that are neither; fix that file and run again")
+
+
+_STATE_ENTRIES = {"recipe": dict, "epoch": int, "history": list, "seconds": (int, float), "param_groups": list,
+                  "scheduler": dict}
+
+
+def check_training_state(path, info: dict) -> None:
+    """A training state's entries, as save_training_state wrote them for train_translation."""
+    if "config" in info and "src_vocab" in info and "recipe" not in info:
+        raise ValueError(f"{path} is a checkpoint, not a training state; the state of a run is its "
+                         "state.safetensors (delete this file, or pass resume=False, to start over)")
+    for name, kind in _STATE_ENTRIES.items():
+        if name not in info:
+            raise ValueError(f"{path} lacks {name}: not a training state written by train_translation; "
+                             "delete it (or pass resume=False) to start over")
+        if not isinstance(info[name], kind) or isinstance(info[name], bool):
+            raise ValueError(f"{path}: its {name} is {type(info[name]).__name__}, not what train_translation "
+                             "writes; delete it (or pass resume=False) to start over")
+    if info["epoch"] < 1 or len(info["history"]) != info["epoch"] or not all(
+            isinstance(h, dict) and isinstance(h.get("epoch"), int) for h in info["history"]):
+        raise ValueError(f"{path}: its history does not list epochs 1 to {info['epoch']}; delete it "
+                         "(or pass resume=False) to start over")
+
+
+def check_resume_data(path, info: dict, tensors: dict, model, src_vocab, tgt_vocab) -> None:
+    """The run in path must have been trained with these vocabularies (same tokens, same ids): resuming with
+    others would silently give every word another id. States written before they held the vocabularies are
+    checked by the shapes of their weights."""
+    for name, vocab in (("src_vocab", src_vocab), ("tgt_vocab", tgt_vocab)):
+        saved = info.get(name)
+        if saved is not None and saved != vocab.itos:
+            if not isinstance(saved, list) or len(saved) != len(vocab):
+                what = f"{len(saved) if isinstance(saved, list) else '?'} tokens there, {len(vocab)} in the data"
+            else:
+                i = next(i for i, (a, b) in enumerate(zip(saved, vocab.itos)) if a != b)
+                what = f"same size, but id {i} is {saved[i]!r} there and {vocab.itos[i]!r} in the data"
+            raise ValueError(f"{path} was trained with another {name} ({what}); resume with the data it was "
+                             "trained on, or use another out_dir (or resume=False) to start over")
+    state = model.state_dict()
+    for key, t in tensors.items():
+        name = key[len("model."):]
+        if key.startswith("model.") and (name not in state or state[name].shape != t.shape):
+            raise ValueError(f"{path} holds a model of another shape ({name} {tuple(t.shape)}, here "
+                             f"{tuple(state[name].shape) if name in state else 'absent'}): other vocabularies or "
+                             "model; resume with the data it was trained on, or use another out_dir")
 
 
 def check_shipped_model(path) -> None:

@@ -20,7 +20,8 @@ from torch.nn.utils.rnn import pad_sequence
 
 from transformer_lib.attention import padding_mask, scaled_dot_product_attention, subsequent_mask
 from transformer_lib.checks import (check_attention_ids, check_attention_kind, check_cache_length, check_decoding,
-                                    check_int, check_map_labels, check_sentences)
+                                    check_int, check_map_labels, check_sentences,
+                                    check_source_lengths)
 
 
 # %% notebooks/07_decoding.ipynb cell 6
@@ -159,12 +160,14 @@ def translate_tokens(model, sentences: list[str], src_tok, src_vocab, tgt_vocab,
                      length_penalty: float = 0.6, batch_size: int = 64) -> list[list[str]]:
     """Target tokens for raw source sentences: greedy with the cache for beam_size 1, else beam search.
 
-    Sentences are decoded in batches of similar length; at most 1.5 x source length + 10 tokens each.
+    Sentences are decoded in batches of similar length; at most 1.5 x source length + 10 tokens each, and no more
+    than the model has target positions.
     """
-    check_sentences(sentences, beam_size, model, src_vocab, tgt_vocab)
+    check_sentences(sentences, beam_size, model, src_vocab, tgt_vocab, batch_size)
     model.eval()
     device = next(model.parameters()).device
     ids = [src_vocab.encode(src_tok(s)) or [src_vocab.unk_idx] for s in sentences]
+    check_source_lengths(ids, model.src_embed[1].max_len)  # names the sentence longer than the model's positions
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     out: list[list[str]] = [[] for _ in ids]
     for start in range(0, len(order), batch_size):
@@ -172,7 +175,7 @@ def translate_tokens(model, sentences: list[str], src_tok, src_vocab, tgt_vocab,
         src = pad_sequence([torch.tensor(ids[i]) for i in chunk], batch_first=True, padding_value=src_vocab.pad_idx)
         src = src.to(device)  # (batch, longest source)
         src_mask = padding_mask(src, src_vocab.pad_idx)
-        max_len = int(1.5 * src.size(1)) + 10
+        max_len = min(int(1.5 * src.size(1)) + 10, model.tgt_embed[1].max_len)
         if beam_size == 1:
             hyps = greedy_decode_cached(model, src, src_mask, max_len, tgt_vocab.bos_idx, tgt_vocab.eos_idx)
             hyps = hyps[:, 1:].tolist()

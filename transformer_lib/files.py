@@ -124,8 +124,11 @@ def _first_clause(err: Exception) -> str:
 
 
 def _verify(path: Path, raw: bytes, metadata: dict) -> None:
-    """Raise ValueError if the file's bytes no longer match the sha256 written into it."""
-    if "sha256" in metadata and safetensors_digest(raw) != metadata["sha256"]:
+    """Raise ValueError if the file carries no sha256, or its bytes no longer match the one written into it."""
+    if not isinstance(metadata.get("sha256"), str):
+        raise ValueError(f"{path} carries no sha256 of its contents, so it cannot be checked: it was not written "
+                         "by transformer_lib, or was edited after; write it again with the tool that made it")
+    if safetensors_digest(raw) != metadata["sha256"]:
         raise ValueError(f"{path} is corrupt: its contents do not match the sha256 stored in it; "
                          "restore it or write it again")
 
@@ -199,7 +202,14 @@ def save_training_state(path, model, optimizer, scheduler, **info) -> Path:
 def read_training_state(path, advice: str = "delete it to start over") -> tuple[dict, dict]:
     """(tensors, info) of a file save_training_state wrote, checked against its sha256; info's values decoded."""
     tensors, metadata = read_safetensors(path, "training state", advice)
-    return tensors, {name: json.loads(value) for name, value in metadata.items() if name != "sha256"}
+    info = {}
+    for name, value in metadata.items():
+        if name != "sha256":
+            try:
+                info[name] = json.loads(value)
+            except ValueError as err:
+                raise ValueError(f"{path}: its {name} is not valid JSON ({err}); {advice}") from None
+    return tensors, info
 
 
 def restore_training_state(tensors: dict, info: dict, model, optimizer, scheduler) -> None:

@@ -59,8 +59,7 @@ def multi30k_command(args: argparse.Namespace) -> int:
 
     import torch.distributed as dist
 
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    rank = int(os.environ.get("RANK", "0"))
+    world, rank = _distributed_environment(os.environ)
     if world > 1:  # started by torchrun: one process per device, DistributedDataParallel
         local = int(os.environ.get("LOCAL_RANK", "0"))
         if args.device in ("auto", "cuda") and torch.cuda.is_available():
@@ -77,6 +76,26 @@ def multi30k_command(args: argparse.Namespace) -> int:
     finally:
         if world > 1:
             dist.destroy_process_group()
+
+
+def _distributed_environment(env) -> tuple[int, int]:
+    """(world size, rank) from torchrun's variables; SystemExit saying what is wrong with a half-set environment."""
+    names = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_PORT")
+    for name in names:
+        if name in env and not (env[name].isdigit()):
+            raise SystemExit(f"error: ${name}={env[name]!r} is not a non-negative integer; start distributed "
+                             "training with torchrun, which sets it, or unset it")
+    world, rank = int(env.get("WORLD_SIZE", "1")), int(env.get("RANK", "0"))
+    if world < 1 or rank >= world:
+        raise SystemExit(f"error: $RANK={rank} with $WORLD_SIZE={world}: RANK must lie in [0, WORLD_SIZE)")
+    if world > 1:
+        unset = [name for name in ("MASTER_ADDR", "MASTER_PORT") if not env.get(name)]
+        if unset:
+            raise SystemExit(f"error: $WORLD_SIZE={world} asks for {world} processes, but ${' and $'.join(unset)} "
+                             f"{'is' if len(unset) == 1 else 'are'} not set; start them with torchrun "
+                             "(e.g. torchrun --nproc_per_node=2 -m transformer_lib.train multi30k), or unset "
+                             "WORLD_SIZE to train in one process")
+    return world, rank
 
 
 def _multi30k(args: argparse.Namespace, rank: int, world: int) -> int:

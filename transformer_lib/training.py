@@ -91,10 +91,10 @@ class LabelSmoothing(nn.Module):
         self.vocab_size, self.padding_idx = vocab_size, padding_idx
         self.smoothing, self.spread_over_all = smoothing, spread_over_all
 
-    def target_distribution(self, target: torch.Tensor) -> torch.Tensor:
+    def target_distribution(self, target: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         """The smoothed distribution for each target, (N, vocab_size); all zero where target is padding."""
         others = self.vocab_size if self.spread_over_all else self.vocab_size - 2
-        dist = torch.full((target.size(0), self.vocab_size), self.smoothing / others, device=target.device)
+        dist = torch.full((target.size(0), self.vocab_size), self.smoothing / others, dtype=dtype, device=target.device)
         if self.spread_over_all:
             dist.scatter_add_(1, target.unsqueeze(1), torch.full_like(dist[:, :1], 1.0 - self.smoothing))
         else:
@@ -105,7 +105,7 @@ class LabelSmoothing(nn.Module):
 
     def forward(self, log_probs: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         check_loss_inputs(log_probs, target, self.vocab_size)
-        dist = self.target_distribution(target)
+        dist = self.target_distribution(target, torch.promote_types(log_probs.dtype, torch.float32))  # float64 stays
         # sum of q log(q / p) over the entries where q > 0; where q = 0 the term is 0 even if p = 0 (log p = -inf)
         return (torch.xlogy(dist, dist) - dist * log_probs.masked_fill(dist == 0, 0.0)).sum()
 

@@ -7,12 +7,23 @@
 Sentences come from the arguments, else one per line from standard input. The model is the checkpoint given
 with --checkpoint (e.g. runs/multi30k-cpu/model.safetensors, written by `python -m transformer_lib.train
 multi30k`), else the one shipped with the package (transformer_lib.translation.pretrained()).
+
+Standard input is read as it comes: each line's translation is printed as soon as the lines before it are done
+(lines that arrive together are translated as one batch), so the command works in a pipe that never ends. Every
+input line gets exactly one output line: a blank line stays blank, and a line that cannot be translated (bytes
+that are not valid in --encoding, more tokens than the model has positions, longer than --max-bytes) prints an
+empty line, with a one-line error naming its line number on standard error. The exit status is 0 when every line
+was translated, 1 when some were not.
 """
 from __future__ import annotations
 
 import argparse
+import codecs
+import queue
 import sys
+import threading
 from pathlib import Path
+
 
 def find_checkpoint(path: str | None) -> Path:
     """The checkpoint to use: `path`, else the shipped model; SystemExit saying what to do otherwise."""
@@ -39,27 +50,125 @@ def load_model(path: Path, device):
         raise SystemExit(f"error: {err}") from None
 
 
+def read_lines(stream, encoding: str, max_bytes: int):
+    """(line number, text or an error message) for each line of a binary stream, as the lines arrive.
+
+    A line that is not valid in `encoding`, or longer than max_bytes (the rest of it is skipped, never held in
+    memory), comes as (number, None, message).
+    """
+    number = 0
+    while True:
+        raw = stream.readline(max_bytes + 1)
+        if not raw:
+            return
+        number += 1
+        if len(raw) > max_bytes and not raw.endswith(b"\n"):
+            while raw and not raw.endswith(b"\n"):  # skip the rest of the line, a piece at a time
+                raw = stream.readline(max_bytes + 1)
+            yield number, None, f"longer than --max-bytes={max_bytes:,} bytes; skipped"
+            continue
+        try:
+            yield number, raw.decode(encoding).rstrip("\r\n"), None
+        except UnicodeDecodeError as err:
+            yield number, None, (f"not valid {encoding} (byte 0x{raw[err.start]:02x} at position {err.start}); "
+                                 "pass --encoding to read another encoding")
+
+
+def _batches(lines, batch_size: int):
+    """Lists of items from `lines`: the first waits for an item, the rest take what has arrived meanwhile (at most
+    batch_size), so output is never held back waiting for input that has not come."""
+    items: queue.Queue = queue.Queue(maxsize=4 * batch_size)
+    done = object()
+
+    def reader() -> None:
+        try:
+            for item in lines:
+                items.put(item)
+        finally:
+            items.put(done)
+
+    threading.Thread(target=reader, daemon=True).start()
+    while True:
+        batch = [items.get()]
+        while batch[-1] is not done and len(batch) < batch_size:
+            try:
+                batch.append(items.get_nowait())
+            except queue.Empty:
+                break
+        finished = batch[-1] is done
+        batch = [item for item in batch if item is not done]
+        if batch:
+            yield batch
+        if finished:
+            return
+
+
+def translate_lines(model, lines, beam_size: int, batch_size: int, out, err, what: str = "line") -> int:
+    """Translate (number, text, error) items as they arrive, one output line each; returns how many failed."""
+    from transformer_lib.translation import translate
+
+    failed = 0
+    for batch in _batches(lines, batch_size):
+        todo = [(n, text) for n, text, problem in batch if problem is None and text.strip()]
+        try:
+            done = dict(zip((n for n, _ in todo), translate(model, [t for _, t in todo], beam_size=beam_size)))
+        except (ValueError, TypeError):  # one bad line spoils the batch: translate them one by one
+            done = {}
+            for n, text in todo:
+                try:
+                    done[n] = translate(model, text, beam_size=beam_size)
+                except (ValueError, TypeError) as e:
+                    done[n] = None
+                    batch = [(m, t, str(e).replace("sentence 0 has", "it has") if m == n else p)
+                             for m, t, p in batch]
+        for n, text, problem in batch:
+            if problem is not None or (text.strip() and done.get(n) is None):
+                failed += 1
+                print(f"error: {what} {n}: {problem}", file=err, flush=True)
+            print(done.get(n) or "", file=out)
+        out.flush()
+    return failed
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m transformer_lib.translate", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m transformer_lib.translate", description=__doc__.split("\n")[0],
+                                     epilog="One output line per input line; exit status 1 if some line failed.")
     parser.add_argument("sentences", nargs="*", help="German sentences (default: read lines from stdin)")
     parser.add_argument("--checkpoint", default=None,
                         help="a model.safetensors written by the train command (default: the shipped model)")
     parser.add_argument("--beam", type=int, default=5, help="beam size; 1 for greedy decoding (default 5)")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda", "mps"], default="auto",
                         help="where to run (default auto: CUDA, else MPS, else CPU)")
+    parser.add_argument("--encoding", default="utf-8", help="the encoding of standard input (default utf-8)")
+    parser.add_argument("--batch-size", type=int, default=64, help="most lines translated together (default 64)")
+    parser.add_argument("--max-bytes", type=int, default=100_000,
+                        help="longer input lines are skipped with an error (default 100000)")
     args = parser.parse_args(argv)
-    if args.beam < 1:
-        parser.error("--beam must be a positive int")
-    sentences = args.sentences or [line.strip() for line in sys.stdin if line.strip()]
-    if not sentences:
+    if args.beam < 1 or args.batch_size < 1 or args.max_bytes < 1:
+        parser.error("--beam, --batch-size and --max-bytes must be positive ints")
+    try:
+        codecs.lookup(args.encoding)
+    except LookupError:
+        parser.error(f"--encoding {args.encoding!r} is not an encoding Python knows (e.g. utf-8, latin-1, cp1252)")
+    if not args.sentences and sys.stdin is None:
         parser.error("no sentences: give them as arguments or on standard input")
     from transformer_lib.train import _device
-    from transformer_lib.translation import translate
 
     model, *_ = load_model(find_checkpoint(args.checkpoint), _device(args.device))
-    for text in translate(model, sentences, beam_size=args.beam):
-        print(text)
-    return 0
+    if args.sentences:
+        lines, what = ((n, s, None) for n, s in enumerate(args.sentences, 1)), "sentence"
+    else:
+        lines, what = read_lines(sys.stdin.buffer, args.encoding, args.max_bytes), "line"
+    try:
+        failed = translate_lines(model, lines, args.beam, args.batch_size, sys.stdout, sys.stderr, what)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # the reader went away (e.g. `| head`): stop quietly
+        sys.stderr.close()
+        return 0
+    if failed:
+        print(f"error: {failed} of the {what}s could not be translated (see above)", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -33,11 +33,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from transformer_lib.checks import (
-    check_bleu_inputs, check_carried_vocabs, check_checkpoint, check_checkpoint_metadata, check_checkpoint_vocabs,
-    check_file, check_recipe, check_recipe_fields, check_resumable, check_shared_vocab, check_shipped_model,
-    check_strings, check_training_run,
-)
+from transformer_lib import checks  # one line per entry point: its inputs, checked (checks.py)
 from transformer_lib.data import Tokenizer, Vocab, bucket_batches, detokenize, encode_pairs, load_translation_data
 from transformer_lib.decoding import translate_tokens
 from transformer_lib.files import (load_tensors, read_safetensors, read_training_state, restore_training_state,
@@ -82,14 +78,14 @@ class Recipe:
     bleu_every: int = 1  # validation BLEU (greedy) every n epochs
 
     def __post_init__(self):
-        check_recipe(self)
+        checks.check_recipe(self)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, values: dict) -> "Recipe":
-        check_recipe_fields(values, [f.name for f in fields(cls)])
+        checks.check_recipe_fields(values, [f.name for f in fields(cls)])
         return cls(**values)
 
 
@@ -122,9 +118,9 @@ class TranslationData:
 
 def prepare_data(recipe: Recipe, root=None, download: bool = True) -> TranslationData:
     """Load the splits (Multi30k, else the offline corpus), tokenize, and build vocabularies from train."""
-    train, source = load_translation_data("train", root, download)
-    val, _ = load_translation_data("val", root, download)
-    test, _ = load_translation_data("test2016", root, download)
+    (train, source), (val, val_source), (test, test_source) = (
+        load_translation_data(split, root, download) for split in ("train", "val", "test2016"))
+    checks.check_one_source({"train": source, "val": val_source, "test2016": test_source})  # never a mix
     train, val, test = train[: recipe.train_pairs], val[: recipe.eval_pairs], test[: recipe.eval_pairs]
     src_tok, tgt_tok = Tokenizer("de", lower=recipe.lower), Tokenizer("en", lower=recipe.lower)
     src_sents, tgt_sents = [src_tok(de) for de, _ in train], [tgt_tok(en) for _, en in train]
@@ -143,17 +139,17 @@ def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab, dtype: torc
     """Write one .safetensors file: the weights (a tied tensor once), and as metadata the model's ModelConfig,
     both vocabularies and `info` (JSON-serializable, e.g. step and validation loss).
 
-    `dtype` (e.g. torch.float16) stores the weights in that type, half the size for float16; load_checkpoint
+    `dtype` (e.g. torch.float16 or "float16") stores the weights in that type, half the size for float16; load_checkpoint
     turns them back into the model's float32. The file is written atomically and carries a sha256 of its
     contents, so that a file damaged later is refused (transformer_lib.files). Loading it runs no pickle.
     """
     from safetensors.torch import save_model
 
-    check_checkpoint(model, src_vocab, tgt_vocab, info)
+    checks.check_checkpoint(model, src_vocab, tgt_vocab, info)
     metadata = {"config": model.config.to_json(), "src_vocab": src_vocab.to_json(),
                 "tgt_vocab": tgt_vocab.to_json(), "info": json.dumps(info)}
     if dtype is not None:
-        model = copy.deepcopy(model).to(dtype)
+        model = copy.deepcopy(model).to(checks.as_dtype("dtype", dtype))
     return write_safetensors(path, lambda tmp, meta: save_model(model, str(tmp), meta), metadata)
 
 
@@ -161,21 +157,18 @@ def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab, dtype: torc
 def load_checkpoint(path, device="cpu"):
     """(model, src_vocab, tgt_vocab, info) from a file written by save_checkpoint; the model is in eval mode.
 
-    A truncated or corrupt file, or one whose weights do not fit its config, raises ValueError naming the file.
+    A file that is truncated, corrupt, not written by save_checkpoint, or whose metadata does not describe its
+    weights raises ValueError naming the file, before a model is built.
     """
-    path = Path(path)
-    check_file(path)
+    path, device = Path(path), checks.as_device("device", device)
+    checks.check_file(path)
     tensors, metadata = read_safetensors(path)  # the file read once, checked against its sha256
-    check_checkpoint_metadata(path, metadata)
-    config = ModelConfig.from_json(metadata["config"])
-    src_vocab, tgt_vocab = Vocab.from_json(metadata["src_vocab"]), Vocab.from_json(metadata["tgt_vocab"])
-    check_checkpoint_vocabs(path, len(src_vocab), len(tgt_vocab), config)
+    config, src_vocab, tgt_vocab, info = checks.read_checkpoint_metadata(path, metadata, tensors)
     model = build_model(config)
     try:
         load_tensors(model, tensors)
     except ValueError as err:
         raise ValueError(f"{path}: weights do not fit the model its config describes ({err})") from None
-    info = json.loads(metadata.get("info", "{}"))
     model.vocabs, model.lower = (src_vocab, tgt_vocab), info.get("lower", True)  # what translate() needs
     return model.to(device).eval(), src_vocab, tgt_vocab, info
 
@@ -208,13 +201,12 @@ def translate(model, sentence, beam_size: int = 5, src_vocab: Vocab | None = Non
 
     The vocabularies default to those the model carries after train_translation or load_checkpoint.
     """
-    check_carried_vocabs(model, src_vocab, tgt_vocab)
+    checks.check_carried_vocabs(model, src_vocab, tgt_vocab)
     if src_vocab is None or tgt_vocab is None:
         src_vocab, tgt_vocab = model.vocabs
     lower = getattr(model, "lower", True) if lower is None else lower
     single = isinstance(sentence, str)
-    sentences = [sentence] if single else list(sentence)
-    check_strings(sentences)
+    sentences = checks.check_strings([sentence] if single else sentence)  # a list of str, each valid Unicode
     tokens = translate_tokens(model, sentences, Tokenizer("de", lower=lower), src_vocab, tgt_vocab, beam_size)
     texts = [detokenize(t) for t in tokens]
     return texts[0] if single else texts
@@ -238,18 +230,19 @@ def bleu(hypotheses: list[list[str]], references: list[str], lowercase: bool = T
     """Score hypothesis tokens against raw reference sentences.
 
     sacreBLEU detokenizes the hypotheses and applies its own standard tokenization (13a) to both sides,
-    case-insensitive when `lowercase` (our models translate lowercased text). The tokenized score splits the
-    references with the spaCy tokenizer, lowercased, and compares tokens as they are: the metric of the
+    case-insensitive when `lowercase` (our models translate lowercased text); like the text translate() prints, the
+    detokenized hypotheses leave <unk> out. The tokenized score splits the references with the spaCy tokenizer,
+    lowercased, and compares tokens as they are, <unk> included (a token no reference has): the metric of the
     tutorials (torchtext's bleu_score).
     """
     from sacrebleu.metrics import BLEU
 
-    check_bleu_inputs(hypotheses, references)
+    checks.check_bleu_inputs(hypotheses, references)
     detok = BLEU(lowercase=lowercase)
     detok_score = detok.corpus_score([detokenize(h) for h in hypotheses], [list(references)])
     tok, tokenized = Tokenizer("en", lower=True), BLEU(tokenize="none", force=True)
-    tokenized_score = tokenized.corpus_score([" ".join(t for t in h if t not in Vocab.SPECIALS).lower() for h in hypotheses],
-                                             [[" ".join(tok(r)) for r in references]])
+    hyps = [" ".join(t for t in h if t not in Vocab.SPECIALS[1:]).lower() for h in hypotheses]  # <unk> stays
+    tokenized_score = tokenized.corpus_score(hyps, [[" ".join(tok(r)) for r in references]])
     return BleuScore(detok_score.score, str(detok.get_signature()), tokenized_score.score,
                      str(tokenized.get_signature()))
 
@@ -307,15 +300,18 @@ def _save_epoch(out_dir: Path, recipe: Recipe, data: TranslationData, model, opt
     save_checkpoint(out_dir / f"epoch_{epoch:03d}.safetensors", model, data.src_vocab, data.tgt_vocab,
                     lower=recipe.lower, **entry)
     save_training_state(out_dir / "state.safetensors", model, optimizer, scheduler, recipe=recipe.to_dict(),
-                        epoch=epoch, history=history, seconds=entry["seconds"])
+                        epoch=epoch, history=history, seconds=entry["seconds"], src_vocab=data.src_vocab.itos,
+                        tgt_vocab=data.tgt_vocab.itos)
     (out_dir / f"epoch_{epoch - recipe.average_last:03d}.safetensors").unlink(missing_ok=True)
 
 
 # %% notebooks/08_translation.ipynb cell 31
-def _resume(path: Path, recipe: Recipe, model, optimizer, scheduler) -> tuple[int, list, float]:
+def _resume(path: Path, recipe: Recipe, data: TranslationData, model, optimizer, scheduler) -> tuple[int, list, float]:
     """Restore the state written after the last finished epoch; returns (epoch, history, seconds)."""
     tensors, info = read_training_state(path)  # refuses a file that is damaged
-    check_resumable(path, Recipe.from_dict(info["recipe"]).to_dict(), recipe.to_dict())
+    checks.check_training_state(path, info)  # a training state, not a checkpoint or another file
+    checks.check_resumable(path, Recipe.from_dict(info["recipe"]).to_dict(), recipe.to_dict())
+    checks.check_resume_data(path, info, tensors, model, data.src_vocab, data.tgt_vocab)  # same vocabularies
     restore_training_state(tensors, info, model, optimizer, scheduler)
     return info["epoch"], info["history"], info["seconds"]
 
@@ -367,15 +363,15 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
     import torch.distributed as dist
     from transformer_lib.runtime import default_device
 
-    check_training_run(recipe, Recipe, data, TranslationData, out_dir)
-    device = torch.device(device) if device is not None else default_device()
+    checks.check_training_run(recipe, Recipe, data, TranslationData, out_dir)
+    device = checks.as_device("device", device) if device is not None else default_device()
     distributed = dist.is_available() and dist.is_initialized()
     rank, world = (dist.get_rank(), dist.get_world_size()) if distributed else (0, 1)
     log = log if rank == 0 else (lambda *_: None)  # one voice
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     data = data if data is not None else prepare_data(recipe)
-    check_shared_vocab(recipe.shared_vocab, data.src_vocab, data.tgt_vocab)
+    checks.check_shared_vocab(recipe.shared_vocab, data.src_vocab, data.tgt_vocab)
     model, criterion, optimizer, scheduler = _build(recipe, data, device)
     trained = nn.parallel.DistributedDataParallel(model) if distributed else model
     val_examples = encode_pairs(data.val, data.src_tok, data.tgt_tok, data.src_vocab, data.tgt_vocab)
@@ -383,7 +379,7 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
                                                         shuffle=False)]
     done, history, seconds = 0, [], 0.0
     if resume and (out_dir / "state.safetensors").exists():
-        done, history, seconds = _resume(out_dir / "state.safetensors", recipe, model, optimizer, scheduler)
+        done, history, seconds = _resume(out_dir / "state.safetensors", recipe, data, model, optimizer, scheduler)
         log(f"resuming {out_dir} after epoch {done} ({seconds:.0f}s of training so far)")
     for epoch in range(done + 1, recipe.epochs + 1):
         start = time.perf_counter()
@@ -399,6 +395,10 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
     if rank != 0:  # process 0 averages, scores and writes the final model
         dist.barrier()
         return TrainingRun(model, data, history, {}, out_dir / "model.safetensors")
+    last = out_dir / f"epoch_{history[-1]['epoch']:03d}.safetensors"
+    if not last.exists():  # deleted since: the training state holds the same weights
+        log(f"{last} is missing; writing it again from the training state")
+        save_checkpoint(last, model, data.src_vocab, data.tgt_vocab, lower=recipe.lower, **history[-1])
     run = _finish(recipe, out_dir, data, history, device, log)
     if distributed:
         dist.barrier()
@@ -431,6 +431,6 @@ def pretrained(device="cpu") -> Pretrained:
     back in float32 and eval mode.
     """
     path = pretrained_path()
-    check_shipped_model(path)
+    checks.check_shipped_model(path)
     model, _, _, info = load_checkpoint(path, device)
     return Pretrained(model, Tokenizer("de", lower=model.lower), Tokenizer("en", lower=model.lower), info)
