@@ -599,6 +599,72 @@ def _(tmp):
     X.load_checkpoint(path)
 
 
+def forged(tmp: Path, **changes) -> Path:
+    """tiny_checkpoint with metadata entries replaced (None: removed), signed again as a careful forger would."""
+    from safetensors import safe_open
+    from safetensors.torch import load, save_file
+    from transformer_lib.files import write_safetensors
+
+    path = tiny_checkpoint(tmp)
+    tensors = load(path.read_bytes())
+    with safe_open(str(path), "pt") as handle:
+        metadata = {k: v for k, v in handle.metadata().items() if k != "sha256"}
+    metadata.update(changes)
+    return write_safetensors(path, lambda t, meta: save_file(tensors, str(t), meta),
+                             {k: v for k, v in metadata.items() if v is not None})
+
+
+@case("load_checkpoint(path)", "a config that is a JSON list", ValueError, "tiny.safetensors", "config", "JSON object")
+def _(tmp): X.load_checkpoint(forged(tmp, config="[8, 16]"))
+
+
+@case("load_checkpoint(path)", "a number written as a string in the config", ValueError, "tiny.safetensors", "d_model")
+def _(tmp):
+    import json
+    X.load_checkpoint(forged(tmp, config=json.dumps({**tiny_model(pad_idx=1).config.to_dict(), "d_model": "8"})))
+
+
+@case("load_checkpoint(path)", "a config for a model 10,000 times the file's size", ValueError, "tiny.safetensors", "do not fit")
+def _(tmp):
+    import json
+    config = {**tiny_model(pad_idx=1).config.to_dict(), "n_layers": 24, "d_model": 1024, "d_ff": 4096}
+    X.load_checkpoint(forged(tmp, config=json.dumps(config)))
+
+
+@case("load_checkpoint(path)", "a vocabulary of numbers", ValueError, "tiny.safetensors", "src_vocab", "token strings")
+def _(tmp): X.load_checkpoint(forged(tmp, src_vocab='{"tokens": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}'))
+
+
+@case("load_checkpoint(path)", "its sha256 taken out", ValueError, "tiny.safetensors", "no sha256")
+def _(tmp):
+    from safetensors import safe_open
+    from safetensors.torch import load, save_file
+
+    path = tiny_checkpoint(tmp)
+    with safe_open(str(path), "pt") as handle:
+        metadata = {k: v for k, v in handle.metadata().items() if k != "sha256"}
+    save_file(load(path.read_bytes()), str(path), metadata)
+    X.load_checkpoint(path)
+
+
+@case("load_checkpoint(path)", "a training state instead of a checkpoint", ValueError, "state.safetensors", "training state")
+def _(tmp):
+    from transformer_lib.files import save_training_state
+
+    model = tiny_model()
+    optimizer = torch.optim.Adam(model.parameters())
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
+    X.load_checkpoint(save_training_state(tmp / "state.safetensors", model, optimizer, scheduler, epoch=1))
+
+
+@case("load_checkpoint(path, device)", "a device torch does not know", ValueError, "device='gpu'")
+def _(tmp): X.load_checkpoint(tiny_checkpoint(tmp), "gpu")
+
+
+@case("save_checkpoint(..., dtype)", "a dtype name torch does not know", ValueError, "dtype='float17'")
+def _(tmp): X.save_checkpoint(tmp / "m.safetensors", tiny_model(pad_idx=1), tiny_vocab(), tiny_vocab(), dtype="float17")
+
+
 @case("translate_tokens(model, sentences, ...)", "one string instead of a list", TypeError, "sentences", "translate()")
 def _(tmp):
     model, src_vocab, tgt_vocab, _ = X.load_checkpoint(tiny_checkpoint(tmp))
@@ -611,6 +677,24 @@ def _(tmp): X.translate(tiny_model(), "ein hund")
 
 @case("translate(model, sentence)", "a list holding a non-string", TypeError, "sentence", "strings")
 def _(tmp): X.translate(X.load_checkpoint(tiny_checkpoint(tmp))[0], ["ein hund", 3])
+
+
+@case("translate(model, sentence)", "None", TypeError, "sentence", "NoneType")
+def _(tmp): X.translate(X.load_checkpoint(tiny_checkpoint(tmp))[0], None)
+
+
+@case("translate(model, sentence)", "a lone surrogate (undecodable bytes)", ValueError, "sentence 0", "surrogate")
+def _(tmp): X.translate(X.load_checkpoint(tiny_checkpoint(tmp))[0], "ein \udcff hund")
+
+
+@case("translate(model, sentence)", "more tokens than the model has positions", ValueError, "sentence 0", "max_len")
+def _(tmp): X.translate(X.load_checkpoint(tiny_checkpoint(tmp))[0], "hund " * 21)
+
+
+@case("translate_tokens(..., batch_size)", "batch_size 0", ValueError, "batch_size")
+def _(tmp):
+    model, src_vocab, tgt_vocab, _ = X.load_checkpoint(tiny_checkpoint(tmp))
+    G.translate_tokens(model, ["ein hund"], D.Tokenizer("de"), src_vocab, tgt_vocab, batch_size=0)
 
 
 @case("translate(model, sentence, beam_size)", "beam_size 0", ValueError, "beam_size")

@@ -476,7 +476,7 @@ def check_checkpoint_shapes(path, config, tensors: dict) -> None:
         shapes[name] = tuple(t.shape)
         groups.setdefault(id(t), []).append(name)
     stored = set(skeleton.state_dict())
-    wrong = [f"{n} {tuple(t.shape)} (the config says {shapes[n]})" for n, t in tensors.items()
+    wrong = [f"{n} {tuple(t.shape)} (the config says {shapes[n]})" for n, t in sorted(tensors.items())
              if n in shapes and tuple(t.shape) != shapes[n]]
     unexpected = sorted(set(tensors) - set(shapes))
     missing = sorted(names[0] for names in groups.values()
