@@ -3,18 +3,23 @@
 
     python benchmarks/speed.py [--device auto|cpu|cuda|mps] [--repeats 5] [--batches 8] [--threads 1] [--record]
 
-Every variant trains on the same Multi30k-shaped batches (the real corpus when it can be loaded, else the offline
-corpus; about 2,000 target tokens a batch) with the same configuration: 3+3 layers, d_model 256, d_ff 512,
-8 heads, dropout 0.1, post-norm, label smoothing 0.1, Adam. The variants are measured interleaved (variant A,
-B, C, then A, B, C again ...) so that a slow phase of the machine hits all of them; the table gives medians and
-the spread of the repeats. Matrix multiplication FLOPs are counted from the shapes, so each result is also a
-fraction of the measured matmul peak of the dtype it runs in. `--record` writes the results to
+A fair race. Every variant trains on the same Multi30k-shaped batches (the real corpus when it can be loaded, else
+the offline corpus; about 2,000 target tokens a batch) with the same configuration (3+3 layers, d_model 256,
+d_ff 512, 8 heads, dropout 0.1, post-norm), the same loss (label smoothing 0.1: PyTorch's own
+F.cross_entropy(label_smoothing=0.1) for nn.Transformer, chapter 5's and chapter 9's for ours) and the same
+optimizer (Adam, lr 1e-4, betas (0.9, 0.98), eps 1e-9, fused where PyTorch has it, for every variant). The
+variants are measured interleaved (A, B, C, then A, B, C again ...) so that a slow phase of the machine hits all
+of them; the table gives medians and the spread of the rounds, and each ratio compares variants of the same dtype
+(ours in bf16 against nn.Transformer in bf16). Matrix multiplication FLOPs are counted from the shapes, so each
+result is also a share of the matmul peak of its dtype, measured at the model's own matrix shapes. The machine,
+the thread count and the load average are printed and recorded. `--record` writes the results to
 benchmarks/speed.json, from which `python -m transformer_lib.book readme` renders the README's speed table.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -26,7 +31,7 @@ from torch import nn
 
 from transformer_lib.data import Tokenizer, Vocab, bucket_batches, encode_pairs, load_translation_data
 from transformer_lib.decoding import greedy_decode_cached
-from transformer_lib.fast import FastLabelSmoothing, cpu_has_bf16, matmul_peak, use_fast_path
+from transformer_lib.fast import FastLabelSmoothing, cpu_has_bf16, use_fast_path
 from transformer_lib.model import make_model
 from transformer_lib.runtime import default_device, machine
 from transformer_lib.training import LabelSmoothing, greedy_decode
@@ -35,12 +40,13 @@ CONFIG = dict(n_layers=3, d_model=256, d_ff=512, n_heads=8, dropout=0.1)
 
 
 class TorchTransformer(nn.Module):
-    """nn.Transformer between this book's embeddings and generator, called like EncoderDecoder."""
+    """nn.Transformer between this book's embeddings and output projection, called like EncoderDecoder; returns
+    logits, for F.cross_entropy (which takes its own log-softmax, as a PyTorch user would write it)."""
 
     def __init__(self, ours: nn.Module, pad_idx: int):
         super().__init__()
         c = CONFIG
-        self.src_embed, self.tgt_embed, self.generator = ours.src_embed, ours.tgt_embed, ours.generator
+        self.src_embed, self.tgt_embed, self.proj = ours.src_embed, ours.tgt_embed, ours.generator.proj
         self.core = nn.Transformer(c["d_model"], c["n_heads"], c["n_layers"], c["n_layers"], c["d_ff"], c["dropout"],
                                    batch_first=True)
         self.pad_idx = pad_idx
@@ -50,7 +56,7 @@ class TorchTransformer(nn.Module):
         out = self.core(self.src_embed(src), self.tgt_embed(tgt), tgt_mask=causal,
                         src_key_padding_mask=src == self.pad_idx, tgt_key_padding_mask=tgt == self.pad_idx,
                         memory_key_padding_mask=src == self.pad_idx)
-        return self.generator(out)
+        return self.proj(out)
 
 
 def batches_and_vocab(n_batches: int, device):
@@ -73,30 +79,52 @@ def matmul_flops(batch, vocab: int) -> float:
     return 3 * (enc + dec + 2 * B * T * d * vocab)
 
 
-def variants(src_vocab, tgt_vocab, device, bf16: bool):
+def adam(model: nn.Module, device) -> torch.optim.Optimizer:
+    """The one optimizer every variant gets: the same settings, fused where PyTorch has a fused Adam."""
+    fused = device.type in ("cpu", "cuda")
+    return torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, fused=fused)
+
+
+def variants(src_vocab, tgt_vocab, device, bf16: bool) -> dict:
+    """name -> (model, loss(output, target), autocast dtype or None, optimizer, the dtype it is compared at)."""
     pad, V = tgt_vocab.pad_idx, len(tgt_vocab)
 
     def build():
         torch.manual_seed(0)
         return make_model(len(src_vocab), V, **CONFIG, pad_idx=pad).to(device)
 
-    torch_model = TorchTransformer(build(), pad).to(device)
-    smoothing = LabelSmoothing(V, pad, 0.1)
-    out = {
-        "nn.Transformer (fp32)": (torch_model, lambda lp, t: F.nll_loss(lp, t, ignore_index=pad, reduction="sum"),
-                                  None, torch.optim.Adam(torch_model.parameters(), lr=1e-4)),
-    }
-    readable = build()
-    out["ours, readable (fp32)"] = (readable, smoothing, None, torch.optim.Adam(readable.parameters(), lr=1e-4))
-    fast = use_fast_path(build())
-    fused = device.type == "cpu" or device.type == "cuda"
-    out["ours, fast path (fp32)"] = (fast, FastLabelSmoothing(V, pad, 0.1), None,
-                                     torch.optim.Adam(fast.parameters(), lr=1e-4, fused=fused))
-    if bf16:
-        fast16 = use_fast_path(build())
-        out["ours, fast path (bf16 autocast)"] = (fast16, FastLabelSmoothing(V, pad, 0.1), torch.bfloat16,
-                                                  torch.optim.Adam(fast16.parameters(), lr=1e-4, fused=fused))
+    def torch_loss(logits, target):
+        return F.cross_entropy(logits, target, ignore_index=pad, reduction="sum", label_smoothing=0.1)
+
+    dtypes = [None, torch.bfloat16] if bf16 else [None]
+    out = {}
+    for amp in dtypes:
+        tag = "bf16 autocast" if amp else "fp32"
+        reference = TorchTransformer(build(), pad).to(device)
+        out[f"nn.Transformer ({tag})"] = (reference, torch_loss, amp, adam(reference, device))
+        if amp is None:
+            readable = build()
+            out["ours, readable (fp32)"] = (readable, LabelSmoothing(V, pad, 0.1), None, adam(readable, device))
+        fast = use_fast_path(build())
+        out[f"ours, fast path ({tag})"] = (fast, FastLabelSmoothing(V, pad, 0.1), amp, adam(fast, device))
     return out
+
+
+def shape_peak(dtype, shapes, device, repeats: int = 5) -> float:
+    """The best matmul FLOP/s over the model's own (m, k, n) shapes: the peak this model's matmuls could reach."""
+    best = 0.0
+    for m, k, n in shapes:
+        a, b = torch.randn(m, k, device=device).to(dtype), torch.randn(k, n, device=device).to(dtype)
+        a @ b  # warm-up
+        fastest = float("inf")
+        for _ in range(repeats):
+            start = time.perf_counter()
+            a @ b
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            fastest = min(fastest, time.perf_counter() - start)
+        best = max(best, 2 * m * k * n / fastest)
+    return best
 
 
 def train_steps(model, criterion, amp_dtype, optimizer, batches, device) -> float:
@@ -105,8 +133,8 @@ def train_steps(model, criterion, amp_dtype, optimizer, batches, device) -> floa
     start = time.perf_counter()
     for b in batches:
         with torch.autocast(device.type, dtype=amp_dtype or torch.float32, enabled=amp_dtype is not None):
-            log_probs = model(b.src, b.tgt_in, b.src_mask, b.tgt_mask)
-        loss = criterion(log_probs.float().reshape(-1, log_probs.size(-1)), b.tgt_out.reshape(-1)) / b.n_tokens
+            out = model(b.src, b.tgt_in, b.src_mask, b.tgt_mask)  # log-probabilities, or logits (nn.Transformer)
+        loss = criterion(out.float().reshape(-1, out.size(-1)), b.tgt_out.reshape(-1)) / b.n_tokens
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
@@ -141,8 +169,9 @@ def main(argv=None) -> int:
 
 
 def _run(args) -> int:
-    record = {"machine": machine(), "threads": args.threads, "repeats": args.repeats, "batches": args.batches,
-              "variants": []}
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    record = {"machine": machine(), "threads": torch.get_num_threads(), "repeats": args.repeats,
+              "batches": args.batches, "load": None if load is None else round(load, 2), "variants": []}
     device = default_device() if args.device == "auto" else torch.device(args.device)
     bf16 = device.type == "cuda" or (device.type == "cpu" and cpu_has_bf16())
     batches, src_vocab, tgt_vocab, source = batches_and_vocab(args.batches + 1, device)
@@ -150,11 +179,13 @@ def _run(args) -> int:
     tokens = sum(b.n_tokens for b in batches)
     flops = sum(matmul_flops(b, len(tgt_vocab)) for b in batches)
     record.update(device=str(device), tokens_per_batch=round(tokens / len(batches)), data=source.split(':')[0])
-    print(f"machine: {machine()}, {torch.get_num_threads()} threads, device {device}; "
-          f"bf16 matmul in hardware: {bf16}")
+    print(f"machine: {machine()}, {torch.get_num_threads()} thread(s) (torch.set_num_threads), device {device}, "
+          f"load average {load if load is None else f'{load:.2f}'}; bf16 matmul in hardware: {bf16}")
     print(f"data: {source}; vocabularies {len(src_vocab):,} / {len(tgt_vocab):,}; {len(batches)} batches, "
           f"{tokens / len(batches):,.0f} target tokens a batch on average")
 
+    d, f, m = CONFIG["d_model"], CONFIG["d_ff"], round(tokens / len(batches))
+    shapes = [(m, d, d), (m, d, f), (m, f, d), (m, d, len(tgt_vocab))]  # projections, feed-forward, vocabulary
     peaks = {torch.float32: [], torch.bfloat16: []}
     runs = variants(src_vocab, tgt_vocab, device, bf16)
     for model, criterion, amp, opt in runs.values():
@@ -162,16 +193,18 @@ def _run(args) -> int:
     seconds = {name: [] for name in runs}
     for _ in range(args.repeats):
         for dtype in ([torch.float32, torch.bfloat16] if bf16 else [torch.float32]):
-            peaks[dtype].append(matmul_peak(dtype, device=device, repeats=5))
+            peaks[dtype].append(shape_peak(dtype, shapes, device))
         for name, (model, criterion, amp, opt) in runs.items():
             seconds[name].append(train_steps(model, criterion, amp, opt, batches, device))
 
-    print(f"\ntraining: {args.repeats} interleaved rounds of {len(batches)} steps; medians, ± half the range")
-    base = statistics.median(seconds["nn.Transformer (fp32)"])
+    print(f"\ntraining: {args.repeats} interleaved rounds of {len(batches)} steps; medians, ± half the range; "
+          "each ratio against nn.Transformer at the same dtype")
     print(f"{'variant':<34} {'tokens/s':>10} {'spread':>7} {'vs nn.Transformer':>18} {'matmul TFLOP/s':>15} "
           f"{'of peak':>8}")
     for name, secs in seconds.items():
         med = statistics.median(secs)
+        tag = "bf16 autocast" if "bf16" in name else "fp32"
+        base = statistics.median(seconds[f"nn.Transformer ({tag})"])
         peak = statistics.median(peaks[torch.bfloat16 if "bf16" in name else torch.float32])
         print(f"{name:<34} {tokens / med:>10,.0f} {spread(secs):>7} {base / med:>17.2f}x "
               f"{flops / med / 1e12:>15.3f} {flops / med / peak:>8.1%}")
@@ -182,7 +215,7 @@ def _run(args) -> int:
     for dtype, values in peaks.items():
         if values:
             print(f"matmul peak, {str(dtype).split('.')[-1]:>8}: {statistics.median(values) / 1e12:.3f} TFLOP/s "
-                  f"(1024 x 1024, {spread(values)})")
+                  f"(best of the model's shapes {shapes}, {spread(values)})")
 
     model = runs["ours, readable (fp32)"][0].eval()
     src = batches[0].src[:32]

@@ -11,6 +11,7 @@ from transformer_lib.attention import MultiHeadAttention, padding_mask, subseque
 from transformer_lib.blocks import LayerNorm
 from transformer_lib.fast import (FastDropout, FastLabelSmoothing, FusedLayerNorm, FusedMultiHeadAttention,
                                   cpu_has_bf16, matmul_peak, use_fast_path)
+from transformer_lib.data import Vocab
 from transformer_lib.model import make_model
 from transformer_lib.training import Batch, LabelSmoothing, loss_sum
 
@@ -209,6 +210,36 @@ def test_the_speed_benchmark_runs_and_prints_its_table(capsys, monkeypatch, tmp_
                                                             "ours, fast path (fp32)"]
     assert recorded["variants"][0]["ratio"] == 1.0 and recorded["decoding"]["identical"] is True
     assert recorded["threads"] == 1 and recorded["repeats"] == 1
+    sys.modules.pop("speed", None)
+
+
+def test_the_speed_benchmark_races_fairly(monkeypatch):
+    """Every variant gets the same optimizer settings and a label-smoothed loss whose gradient is the same to within
+    how the smoothing mass is spread (over all V classes for PyTorch, over V - 2 for ours)."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import speed
+
+    vocab = Vocab([*Vocab.SPECIALS, *(f"w{i}" for i in range(996))])
+    runs = speed.variants(vocab, vocab, torch.device("cpu"), bf16=True)
+    assert set(runs) == {"nn.Transformer (fp32)", "ours, readable (fp32)", "ours, fast path (fp32)",
+                         "nn.Transformer (bf16 autocast)", "ours, fast path (bf16 autocast)"}
+    settings = {name: {k: v for k, v in opt.param_groups[0].items() if k != "params"}
+                for name, (_, _, _, opt) in runs.items()}
+    assert all(s == settings["nn.Transformer (fp32)"] for s in settings.values())
+    assert settings["nn.Transformer (fp32)"]["betas"] == (0.9, 0.98) and settings["nn.Transformer (fp32)"]["fused"]
+    torch.manual_seed(0)
+    logits = torch.randn(64, 1000, dtype=torch.float64)
+    target = torch.randint(4, 1000, (64,))
+    target[:5] = vocab.pad_idx
+    grads = {}
+    for name, (_, loss, _, _) in runs.items():
+        x = logits.clone().requires_grad_()
+        out = x if name.startswith("nn.") else x.log_softmax(-1)  # nn.Transformer's loss takes logits
+        loss(out if name.startswith("nn.") or "readable" in name else out.float(), target).backward()
+        grads[name] = x.grad.double()
+    reference = grads["nn.Transformer (fp32)"]
+    for name, grad in grads.items():
+        assert (grad - reference).abs().max() < 1e-3 * reference.abs().max(), name
     sys.modules.pop("speed", None)
 
 

@@ -136,11 +136,13 @@ def _shipped(book, results) -> str:
 
 def speed_markdown(s: dict) -> str:
     """A recorded run of benchmarks/speed.py as Markdown: the training table, then greedy decoding."""
-    lines = [f"{s['machine']}, {s['threads']} thread{'s' if s['threads'] != 1 else ''}, device {s['device']}, data "
-             f"{s['data']}: {s['repeats']} interleaved rounds of {s['batches']} steps of about "
-             f"{s['tokens_per_batch']:,.0f} target tokens, 3+3 layers, d_model 256, d_ff 512, 8 heads; medians, "
-             "± half the range of the rounds.", "",
-             "| variant | tokens/s | vs nn.Transformer | share of the dtype's matmul peak |", "|---|---|---|---|"]
+    load = f", load average {s['load']:.2f}" if s.get("load") is not None else ""
+    lines = [f"{s['machine']}, {s['threads']} thread{'s' if s['threads'] != 1 else ''}{load}, device {s['device']}, "
+             f"data {s['data']}: {s['repeats']} interleaved rounds of {s['batches']} steps of about "
+             f"{s['tokens_per_batch']:,.0f} target tokens, 3+3 layers, d_model 256, d_ff 512, 8 heads, label "
+             "smoothing 0.1 and the same Adam for every variant; medians, ± half the range of the rounds.", "",
+             "| variant | tokens/s | vs nn.Transformer at the same dtype | share of the matmul peak at the model's "
+             "shapes |", "|---|---|---|---|"]
     for v in s["variants"]:
         lines.append(f"| {v['name']} | {v['tokens_per_s']:,.0f} ±{v['spread']:.0%} | {v['ratio']:.2f}x | "
                      f"{v['peak_share']:.1%} of {v['peak_tflops']:.3f} TFLOP/s |")
