@@ -33,7 +33,7 @@ from transformer_lib.data import Tokenizer, Vocab, bucket_batches, encode_pairs,
 from transformer_lib.decoding import greedy_decode_cached
 from transformer_lib.fast import FastLabelSmoothing, cpu_has_bf16, use_fast_path
 from transformer_lib.model import make_model
-from transformer_lib.runtime import default_device, machine
+from transformer_lib.runtime import default_device, machine, torch_threads
 from transformer_lib.training import LabelSmoothing, greedy_decode
 
 CONFIG = dict(n_layers=3, d_model=256, d_ff=512, n_heads=8, dropout=0.1)
@@ -160,12 +160,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.threads < 1 or args.repeats < 1 or args.batches < 1:
         parser.error("--threads, --repeats and --batches must be at least 1")
-    previous = torch.get_num_threads()
-    torch.set_num_threads(args.threads)
-    try:
+    with torch_threads(args.threads):
         return _run(args)
-    finally:
-        torch.set_num_threads(previous)
 
 
 def _run(args) -> int:

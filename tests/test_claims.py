@@ -189,3 +189,11 @@ def test_chapter_9_prose_matches_the_recorded_benchmark():
     assert ratio["ours, readable (fp32)"] < 1 and ratio["ours, fast path (fp32)"] > ratio["ours, readable (fp32)"]
     decoding = recorded["decoding"]
     assert decoding["identical"] and decoding["cache_s"] < decoding["recompute_s"]
+
+
+def test_the_recorded_serving_run_is_token_identical_and_int8_keeps_bleu():
+    recorded = json.loads((ROOT / claims.SERVE_FILE).read_text())
+    assert recorded["greedy_identical"] == recorded["bleu_sentences"] == 1000  # all of test2016
+    score = {v["name"]: v for v in recorded["variants"]}
+    assert score["CTranslate2 float32 (greedy)"]["sacrebleu"] == score["ours (greedy)"]["sacrebleu"]
+    assert score["CTranslate2 int8 (beam 5)"]["sacrebleu"] >= score["ours (beam 5)"]["sacrebleu"] - 0.5

@@ -38,3 +38,20 @@ def test_seed_everything_repeats_random_numbers():
     assert torch.equal(a, torch.rand(4))
     with pytest.raises(TypeError, match="seed"):
         seed_everything(1.5)
+
+
+def test_torch_threads_sets_and_restores_the_thread_count():
+    import torch
+
+    from transformer_lib.runtime import torch_threads
+
+    before = torch.get_num_threads()
+    with torch_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with pytest.raises(RuntimeError), torch_threads(1):
+        raise RuntimeError("the body failed")
+    assert torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="n must be a positive int"):
+        with torch_threads(0):
+            pass

@@ -25,10 +25,11 @@ import yaml
 from transformer_lib.runtime import RESULT_KEY
 
 __all__ = ["notebook_results", "recorded_runs", "record_run", "chapter_minutes", "render_blocks", "readme_problems",
-           "write_readme", "shipped_info", "speed_markdown", "RUNS_FILE", "SPEED_FILE"]
+           "write_readme", "shipped_info", "speed_markdown", "RUNS_FILE", "SPEED_FILE", "SERVE_FILE", "serve_markdown"]
 
 RUNS_FILE = "docs/runs.json"
 SPEED_FILE = "benchmarks/speed.json"
+SERVE_FILE = "benchmarks/serve.json"
 _BLOCK = re.compile(r"(<!-- begin ([\w-]+) \(python -m transformer_lib\.book readme\) -->\n)(.*?)(<!-- end \2 -->)", re.S)
 
 
@@ -160,7 +161,31 @@ def _speed_table(book, results) -> str:
     return f"Recorded by `python benchmarks/speed.py --record` ({SPEED_FILE}) on " + speed_markdown(s)
 
 
-BLOCKS = {"run-times": _run_times, "copy-task": _copy_task, "shipped-scores": _shipped, "speed": _speed_table}
+def serve_markdown(s: dict) -> str:
+    """A recorded run of benchmarks/serve.py as Markdown: sentences per second and BLEU of each engine."""
+    load = f", load average {s['load']:.2f}" if s.get("load") is not None else ""
+    lines = [f"{s['machine']}, {s['threads']} thread{'s' if s['threads'] != 1 else ''}{load}: the first "
+             f"{s['sentences']:,} test2016 sentences in batches of 64, {s['repeats']} interleaved rounds (medians); "
+             f"BLEU on all {s['bleu_sentences']:,}.", "",
+             "| engine | sentences/s | sacreBLEU | tokenized BLEU |", "|---|---|---|---|"]
+    for v in s["variants"]:
+        lines.append(f"| {v['name']} | {v['sentences_per_s']:,.1f} ±{v['spread']:.0%} | {v['sacrebleu']:.2f} | "
+                     f"{v['tokenized']:.2f} |")
+    lines += ["", f"Greedy decoding: {s['greedy_identical']:,} of {s['bleu_sentences']:,} translations token-identical "
+              "between ours and CTranslate2 in float32."]
+    return "\n".join(lines) + "\n"
+
+
+def _serve_table(book, results) -> str:
+    path = book.root / SERVE_FILE
+    if not path.is_file():
+        return "No serving benchmark is recorded yet: run `python benchmarks/serve.py --record`.\n"
+    return (f"Recorded by `python benchmarks/serve.py --record` ({SERVE_FILE}) on "
+            + serve_markdown(json.loads(path.read_text(encoding="utf-8"))))
+
+
+BLOCKS = {"run-times": _run_times, "copy-task": _copy_task, "shipped-scores": _shipped, "speed": _speed_table,
+          "serving": _serve_table}
 
 
 def render_blocks(book, text: str) -> str:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 import random
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 
-__all__ = ["BUDGETS", "BUDGET_ENV", "default_device", "run_budget", "seed_everything", "world_size", "all_reduce_sum",
+__all__ = ["BUDGETS", "BUDGET_ENV", "default_device", "torch_threads", "run_budget", "seed_everything", "world_size", "all_reduce_sum",
            "machine", "report"]
 
 BUDGETS = ("smoke", "cpu", "full")
@@ -91,6 +92,20 @@ def all_reduce_sum(value: float, device) -> float:
     t = torch.tensor(value, dtype=torch.float64 if device.type != "mps" else torch.float32, device=device)
     torch.distributed.all_reduce(t)
     return t.item()
+
+
+@contextmanager
+def torch_threads(n: int):
+    """Run the body with torch using n CPU threads, then restore the previous count (benchmarks set it explicitly:
+    on a busy 2-core machine two threads can run far slower than one)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive int (torch CPU threads), got {n!r}")
+    previous = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield n
+    finally:
+        torch.set_num_threads(previous)
 
 
 def machine() -> str:

@@ -1,0 +1,96 @@
+# Hand-written benchmark (not generated from a notebook).
+"""Translation throughput and BLEU: our decoding against the same weights served by CTranslate2, in one run.
+
+    python benchmarks/serve.py [--checkpoint PATH] [--sentences 200] [--repeats 3] [--threads 1] [--record]
+
+The model (default: the shipped one) is exported with `python -m transformer_lib.serve export` in float32 and int8.
+Every variant translates the same first --sentences of test2016 in batches of 64, greedy and with beam 5, interleaved
+(round after round, so that a slow phase of the machine hits all of them); sentences per second are medians of the
+rounds. BLEU is scored once per variant on the whole of test2016. Greedy outputs of ours and of CTranslate2 in
+float32 are compared token by token. `--record` writes benchmarks/serve.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from transformer_lib.data import Tokenizer, load_multi30k
+from transformer_lib.decoding import translate_tokens
+from transformer_lib.runtime import machine, torch_threads
+from transformer_lib.serve import CTranslate2Model, to_ctranslate2
+from transformer_lib.translate import find_checkpoint, load_model
+from transformer_lib.translation import bleu
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--checkpoint", default=None, help="a model.safetensors (default: the shipped model)")
+    parser.add_argument("--sentences", type=int, default=200, help="test2016 sentences timed (default 200)")
+    parser.add_argument("--repeats", type=int, default=3, help="interleaved rounds (default 3)")
+    parser.add_argument("--threads", type=int, default=1, help="CPU threads for every variant (default 1)")
+    parser.add_argument("--record", nargs="?", const=Path(__file__).resolve().parent / "serve.json", default=None,
+                        type=Path, metavar="FILE", help="write the results as JSON (default: benchmarks/serve.json)")
+    args = parser.parse_args(argv)
+    if min(args.sentences, args.repeats, args.threads) < 1:
+        parser.error("--sentences, --repeats and --threads must be at least 1")
+    with torch_threads(args.threads):
+        return _run(args)
+
+
+def _run(args) -> int:
+    path = find_checkpoint(args.checkpoint)
+    model, src_vocab, tgt_vocab, _ = load_model(path, "cpu")
+    tok = Tokenizer("de", lower=getattr(model, "lower", True))
+    pairs = load_multi30k("test2016")
+    sources, references = [de for de, _ in pairs], [en for _, en in pairs]
+    timed = sources[: args.sentences]
+    load = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
+    print(f"machine: {machine()}, {args.threads} thread(s), load average {load}; model {path}; "
+          f"{len(timed)} sentences timed, BLEU on {len(sources)}")
+    with tempfile.TemporaryDirectory() as tmp:
+        served = {q: CTranslate2Model(to_ctranslate2(model, src_vocab, tgt_vocab, Path(tmp) / q,
+                                                     None if q == "float32" else q), threads=args.threads)
+                  for q in ("float32", "int8")}
+        variants = {}
+        for beam in (1, 5):
+            mode = "greedy" if beam == 1 else f"beam {beam}"
+            variants[f"ours ({mode})"] = (lambda s, b=beam: translate_tokens(model, s, tok, src_vocab, tgt_vocab, b))
+            for q, engine in served.items():
+                variants[f"CTranslate2 {q} ({mode})"] = (lambda s, b=beam, e=engine: e.translate_tokens(s, b))
+        with torch.inference_mode():
+            outputs = {name: run(sources) for name, run in variants.items()}  # also the warm-up
+            seconds = {name: [] for name in variants}
+            for _ in range(args.repeats):
+                for name, run in variants.items():
+                    start = time.perf_counter()
+                    run(timed)
+                    seconds[name].append(time.perf_counter() - start)
+    identical = sum(a == b for a, b in zip(outputs["ours (greedy)"], outputs["CTranslate2 float32 (greedy)"]))
+    record = {"machine": machine(), "threads": args.threads, "load": load, "sentences": len(timed),
+              "bleu_sentences": len(sources), "repeats": args.repeats, "greedy_identical": identical, "variants": []}
+    print(f"\n{'variant':<30} {'sentences/s':>12} {'spread':>7} {'sacreBLEU':>10} {'tokenized':>10}")
+    for name, secs in seconds.items():
+        med = statistics.median(secs)
+        score = bleu(outputs[name], references)
+        spread = (max(secs) - min(secs)) / 2 / med
+        print(f"{name:<30} {len(timed) / med:>12.1f} {spread:>6.0%} {score.sacrebleu:>10.2f} {score.tokenized:>10.2f}")
+        record["variants"].append({"name": name, "sentences_per_s": round(len(timed) / med, 2),
+                                   "spread": round(spread, 3), "sacrebleu": round(score.sacrebleu, 2),
+                                   "tokenized": round(score.tokenized, 2)})
+    print(f"greedy: {identical} of {len(sources)} translations token-identical between ours and CTranslate2 float32")
+    if args.record:
+        args.record.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        print(f"recorded in {args.record}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""transformer_lib.serve: a checkpoint exported to CTranslate2 computes what our model computes.
+
+CTranslate2 is the optional `serve` dependency; requirements.txt installs it, so CI runs every test here.
+"""
+import json
+
+import pytest
+import torch
+
+from transformer_lib import serve
+from transformer_lib.data import Tokenizer, Vocab, detokenize, offline_corpus
+from transformer_lib.decoding import translate_tokens
+from transformer_lib.model import make_model
+from transformer_lib.translation import save_checkpoint
+
+import ctranslate2  # noqa: E402 - in requirements.txt: these tests always run
+
+PAIRS = offline_corpus(30, seed=4)
+
+
+def vocabularies():
+    de, en = Tokenizer("de"), Tokenizer("en")
+    src = Vocab.build([de(d) for d, _ in PAIRS], min_freq=1)
+    tgt = Vocab.build([en(e) for _, e in PAIRS], min_freq=1)
+    return src, tgt
+
+
+def model_of(src, tgt, **options):
+    torch.manual_seed(0)
+    model = make_model(len(src), len(tgt), n_layers=2, d_model=32, d_ff=64, n_heads=4, dropout=0.1,
+                       pad_idx=tgt.pad_idx, max_len=64, **options).eval()
+    return model
+
+
+OPTIONS = [{}, {"norm_first": True}, {"learned_positions": True}, {"share_embeddings": True, "norm_first": True}]
+
+
+@pytest.mark.parametrize("options", OPTIONS, ids=["post-norm", "pre-norm", "learned positions", "shared"])
+def test_exported_model_scores_targets_like_ours(tmp_path, options):
+    src, tgt = vocabularies()
+    if options.get("share_embeddings"):
+        src = tgt = Vocab.build([Tokenizer("de")(d) + Tokenizer("en")(e) for d, e in PAIRS], min_freq=1)
+    model = model_of(src, tgt, **options)
+    folder = serve.to_ctranslate2(model, src, tgt, tmp_path / "ct2")
+    translator = ctranslate2.Translator(str(folder), device="cpu")
+    de, en = Tokenizer("de"), Tokenizer("en")
+    sources, targets = [de(d) for d, _ in PAIRS[:8]], [en(e) for _, e in PAIRS[:8]]
+    theirs = translator.score_batch(sources, targets)
+    for s, t, result in zip(sources, targets, theirs):
+        src_ids = torch.tensor([src.encode(s)])
+        tgt_ids = torch.tensor([tgt.encode(t, add_bos_eos=True)])
+        with torch.no_grad():
+            from transformer_lib.attention import subsequent_mask
+
+            log_probs = model(src_ids, tgt_ids[:, :-1], None, subsequent_mask(tgt_ids.size(1) - 1))[0]
+        ours = log_probs.gather(-1, tgt_ids[0, 1:, None]).squeeze(-1)  # each target token, </s> included
+        assert torch.allclose(torch.tensor(result.log_probs), ours, rtol=1e-4, atol=1e-4), (s, t)
+
+
+def test_greedy_translations_are_token_identical_in_float32(tmp_path):
+    src, tgt = vocabularies()
+    model = model_of(src, tgt, norm_first=True)
+    model.vocabs, model.lower = (src, tgt), True
+    served = serve.CTranslate2Model(serve.to_ctranslate2(model, src, tgt, tmp_path / "ct2"))
+    sentences = [d for d, _ in PAIRS]
+    ours = translate_tokens(model, sentences, Tokenizer("de"), src, tgt, beam_size=1)
+    assert served.translate_tokens(sentences, beam_size=1) == ours
+    alone = translate_tokens(model, sentences[:1], Tokenizer("de"), src, tgt, beam_size=1)[0]  # its own length limit
+    assert served.translate(sentences[0], beam_size=1) == detokenize(alone)
+
+
+def test_int8_export_is_smaller_and_translates(tmp_path):
+    src, tgt = vocabularies()
+    model = model_of(src, tgt)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    fp32 = serve.to_ctranslate2(model, src, tgt, tmp_path / "fp32")
+    int8 = serve.to_ctranslate2(model, src, tgt, tmp_path / "int8", quantization="int8")
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())  # the export copies, never edits
+    assert (int8 / "model.bin").stat().st_size < 0.5 * (fp32 / "model.bin").stat().st_size
+    assert json.loads((int8 / "transformer_lib.json").read_text())["quantization"] == "int8"
+    out = serve.CTranslate2Model(int8, compute_type="int8").translate_tokens([d for d, _ in PAIRS[:4]], beam_size=2)
+    assert len(out) == 4 and all(isinstance(t, str) for hyp in out for t in hyp)
+
+
+def test_export_and_translate_commands(tmp_path, capsys):
+    src, tgt = vocabularies()
+    model = model_of(src, tgt, norm_first=True)
+    checkpoint = save_checkpoint(tmp_path / "model.safetensors", model, src, tgt, lower=True)
+    assert serve.main(["export", str(tmp_path / "ct2"), "--checkpoint", str(checkpoint)]) == 0
+    assert "float32" in capsys.readouterr().out
+    assert serve.main(["translate", str(tmp_path / "ct2"), PAIRS[0][0], PAIRS[1][0], "--beam", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    model.vocabs, model.lower = (src, tgt), True
+    from transformer_lib.translation import translate
+
+    assert lines == translate(model, [PAIRS[0][0], PAIRS[1][0]], beam_size=1)
+
+
+def test_bad_exports_and_folders_are_named(tmp_path):
+    src, tgt = vocabularies()
+    model = model_of(src, tgt)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match="out_dir=.*file.* is a file"):
+        serve.to_ctranslate2(model, src, tgt, tmp_path / "file")
+    with pytest.raises(ValueError, match="tgt_vocab has"):
+        serve.to_ctranslate2(model, src, src, tmp_path / "ct2")
+    with pytest.raises(FileNotFoundError, match="is not a model folder written by"):
+        serve.CTranslate2Model(tmp_path)
+    with pytest.raises(SystemExit, match="is not a model folder"):
+        serve.main(["translate", str(tmp_path), "Ein Hund."])
+
+
+def test_the_serving_benchmark_runs_and_records(tmp_path, monkeypatch, capsys):
+    import sys
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import serve as bench
+
+    src, tgt = vocabularies()
+    checkpoint = save_checkpoint(tmp_path / "model.safetensors", model_of(src, tgt, norm_first=True), src, tgt)
+    monkeypatch.setattr(bench, "load_multi30k", lambda split: PAIRS[:12])
+    record = tmp_path / "serve.json"
+    assert bench.main(["--checkpoint", str(checkpoint), "--sentences", "6", "--repeats", "1", "--record",
+                       str(record)]) == 0
+    recorded = json.loads(record.read_text())
+    assert recorded["greedy_identical"] == recorded["bleu_sentences"] == 12 and recorded["sentences"] == 6
+    assert [v["name"] for v in recorded["variants"]] == [
+        "ours (greedy)", "CTranslate2 float32 (greedy)", "CTranslate2 int8 (greedy)",
+        "ours (beam 5)", "CTranslate2 float32 (beam 5)", "CTranslate2 int8 (beam 5)"]
+    assert "12 of 12 translations token-identical" in capsys.readouterr().out
+    sys.modules.pop("serve", None)
