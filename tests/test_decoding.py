@@ -77,6 +77,25 @@ def test_a_wide_beam_finds_the_exhaustive_best(options):
     assert beam_search(model, src, src_mask, 3, BOS, EOS, beam_size=169, length_penalty=0.0)[0] == list(best)
 
 
+def test_reordering_within_sources_keeps_the_cross_attention_cache_and_its_results():
+    model = small_model()
+    src, src_mask = sources()
+    rows = torch.arange(3).repeat_interleave(2)  # two beams per source
+    memory = model.encode(src, src_mask)[rows]
+    kept, moved = DecoderCache(model, memory, src_mask[rows]), DecoderCache(model, memory, src_mask[rows])
+    tokens = torch.full((6, 1), BOS)
+    for cache in (kept, moved):
+        cache.step(tokens)
+    index = torch.tensor([1, 1, 2, 3, 5, 4])  # each row takes a beam of its own source
+    cross = [k for k, _ in kept.cross]
+    kept.reorder(index, same_sources=True)
+    moved.reorder(index)
+    assert all(k is c for (k, _), c in zip(kept.cross, cross))  # not copied
+    assert torch.equal(kept.step(tokens), moved.step(tokens))
+    assert (beam_search(model, src, src_mask, 10, BOS, EOS, 3)
+            == [beam_search(model, src[i : i + 1], src_mask[i : i + 1], 10, BOS, EOS, 3)[0] for i in range(3)])
+
+
 def test_beam_search_rejects_a_non_positive_beam():
     model = small_model()
     src, src_mask = sources()

@@ -80,11 +80,16 @@ class DecoderCache:
         self.self_kv[i] = (k, v)  # (N, h, t + 1, d_k) each
         return _attend(mha, x, k, v)
 
-    def reorder(self, index: torch.Tensor) -> None:
-        """Keep the rows `index` (N',) of every cache: beam search follows its surviving hypotheses."""
-        self.cross = [(k[index], v[index]) for k, v in self.cross]
+    def reorder(self, index: torch.Tensor, same_sources: bool = False) -> None:
+        """Keep the rows `index` (N',) of every cache: beam search follows its surviving hypotheses.
+
+        same_sources: every row keeps the source it had (beams of one sentence trade places among themselves), so
+        the cross-attention keys and values, computed once from the source, stay where they are.
+        """
+        if not same_sources:
+            self.cross = [(k[index], v[index]) for k, v in self.cross]
+            self.src_mask = self.src_mask[index]
         self.self_kv = [(k[index], v[index]) for k, v in self.self_kv]
-        self.src_mask = self.src_mask[index]
 
 
 # %% notebooks/07_decoding.ipynb cell 10
@@ -138,7 +143,7 @@ def beam_search(model, src, src_mask, max_len: int, start_symbol: int, end_symbo
         scores, flat = total.topk(K, dim=-1)  # (B, K)
         beam, token = flat // V, flat % V  # which hypothesis each survivor extends, with which token
         index = (torch.arange(B, device=src.device).unsqueeze(1) * K + beam).view(-1)  # (B*K,)
-        cache.reorder(index)
+        cache.reorder(index, same_sources=True)  # each survivor extends a beam of its own source
         ys = torch.cat([ys[index], token.view(-1, 1)], dim=1)
         lengths, finished = lengths[index], finished[index]
         lengths = lengths + (~finished).long()
