@@ -444,11 +444,11 @@ def read_checkpoint_metadata(path, metadata: dict, tensors: dict):
     from transformer_lib.model import ModelConfig
 
     check_checkpoint_metadata(path, metadata)
+    values = _json(path, "config", metadata["config"], dict)
     try:
-        config = ModelConfig.from_dict(_json(path, "config", metadata["config"], dict))
+        config = ModelConfig.from_dict(values)
     except (ValueError, TypeError) as err:
-        raise ValueError(str(err) if str(err).startswith(str(path)) else f"{path}: its config is not valid ({err})"
-                         ) from None
+        raise ValueError(f"{path}: its config is not valid ({err})") from None
     vocabs = []
     for name in ("src_vocab", "tgt_vocab"):
         tokens = _json(path, name, metadata[name], dict).get("tokens")

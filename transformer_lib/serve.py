@@ -56,14 +56,10 @@ def _spec(model, src_vocab, tgt_vocab):
     def norm(target, name: str) -> None:
         target.gamma, target.beta = state[f"{name}.weight"], state[f"{name}.bias"]
 
-    def embeddings(target, embed) -> None:
-        prefix = "src_embed" if embed is model.src_embed else "tgt_embed"
-        table = state[f"{prefix}.0.embedding.weight"]
-        if isinstance(target.embeddings, list):
-            target.embeddings[0].weight = table
-        else:
-            target.embeddings.weight = table
-        positions = embed[1]
+    def embeddings(target, name: str) -> None:  # the encoder keeps a list of embeddings, the decoder one
+        table = state[f"{name}.0.embedding.weight"]
+        (target.embeddings[0] if isinstance(target.embeddings, list) else target.embeddings).weight = table
+        positions = getattr(model, name)[1]
         pe = positions.pe[0] if hasattr(positions, "pe") else positions.embedding.weight
         target.position_encodings.encodings = pe.detach().float().cpu().numpy().copy()
         target.scale_embeddings = True  # our TokenEmbedding multiplies by sqrt(d_model), as CTranslate2 does
@@ -80,14 +76,14 @@ def _spec(model, src_vocab, tgt_vocab):
         linear(target.linear_0, f"{name}.w_1")
         linear(target.linear_1, f"{name}.w_2")
 
-    embeddings(spec.encoder, model.src_embed)
+    embeddings(spec.encoder, "src_embed")
     for i, layer in enumerate(spec.encoder.layer):
         name = f"encoder.layers.{i}"
         attention(layer.self_attention, f"{name}.self_attn", True)
         norm(layer.self_attention.layer_norm, f"{name}.sublayers.0.norm")
         feed_forward(layer.ffn, f"{name}.feed_forward")
         norm(layer.ffn.layer_norm, f"{name}.sublayers.1.norm")
-    embeddings(spec.decoder, model.tgt_embed)
+    embeddings(spec.decoder, "tgt_embed")
     for i, layer in enumerate(spec.decoder.layer):
         name = f"decoder.layers.{i}"
         attention(layer.self_attention, f"{name}.self_attn", True)
@@ -114,6 +110,7 @@ def to_ctranslate2(model, src_vocab, tgt_vocab, out_dir, quantization: str | Non
     The folder also holds transformer_lib.json: the tokenizer settings the model needs.
     """
     from transformer_lib.checks import check_vocabs
+    from transformer_lib.files import write_atomically
 
     _ctranslate2()
     if getattr(model, "config", None) is None:
@@ -128,7 +125,8 @@ def to_ctranslate2(model, src_vocab, tgt_vocab, out_dir, quantization: str | Non
     out.mkdir(parents=True, exist_ok=True)
     spec.save(str(out))
     settings = {"lower": lower, "max_len": model.config.max_len, "quantization": quantization or "float32"}
-    (out / "transformer_lib.json").write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+    write_atomically(out / "transformer_lib.json",
+                     lambda tmp: tmp.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8"))
     return out
 
 

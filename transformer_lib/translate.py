@@ -109,23 +109,22 @@ def translate_lines(model, lines, beam_size: int, batch_size: int, out, err, wha
 
     failed = 0
     for batch in _batches(lines, batch_size):
-        todo = [(n, text) for n, text, problem in batch if problem is None and text.strip()]
+        problems = {n: problem for n, _, problem in batch if problem is not None}
+        todo = {n: text for n, text, problem in batch if problem is None and text.strip()}
         try:
-            done = dict(zip((n for n, _ in todo), translate(model, [t for _, t in todo], beam_size=beam_size)))
-        except (ValueError, TypeError):  # one bad line spoils the batch: translate them one by one
+            done = dict(zip(todo, translate(model, list(todo.values()), beam_size=beam_size)))
+        except (ValueError, TypeError):  # one bad line spoils the batch: translate its lines one by one
             done = {}
-            for n, text in todo:
+            for n, text in todo.items():
                 try:
                     done[n] = translate(model, text, beam_size=beam_size)
-                except (ValueError, TypeError) as e:
-                    done[n] = None
-                    batch = [(m, t, str(e).replace("sentence 0 has", "it has") if m == n else p)
-                             for m, t, p in batch]
-        for n, text, problem in batch:
-            if problem is not None or (text.strip() and done.get(n) is None):
+                except (ValueError, TypeError) as e:  # its message names "sentence 0", the only one given
+                    problems[n] = str(e).replace("sentence 0 ", "it ", 1)
+        for n, _, _ in batch:
+            if n in problems:
                 failed += 1
-                print(f"error: {what} {n}: {problem}", file=err, flush=True)
-            print(done.get(n) or "", file=out)
+                print(f"error: {what} {n}: {problems[n]}", file=err, flush=True)
+            print(done.get(n, ""), file=out)
         out.flush()
     return failed
 
