@@ -4,7 +4,9 @@
     python benchmarks/serve.py [--checkpoint PATH] [--sentences 200] [--repeats 3] [--threads 1] [--record]
 
 The model (default: the shipped one) is exported with `python -m transformer_lib.serve export` in float32 and int8.
-Every variant translates the same first --sentences of test2016 in batches of 64, greedy and with beam 5, interleaved
+Our decoding runs as chapter 7 wrote it and through chapter 9's FastBeamSearch (float32, and bfloat16 where the CPU
+has it in hardware). Every variant translates the same first --sentences of test2016 in batches of 64, greedy and
+with beam 5, interleaved
 (round after round, so that a slow phase of the machine hits all of them); sentences per second are medians of the
 rounds. BLEU is scored once per variant on the whole of test2016. Greedy outputs of ours and of CTranslate2 in
 float32 are compared token by token. `--record` writes benchmarks/serve.json.
@@ -24,6 +26,7 @@ import torch
 
 from transformer_lib.data import Tokenizer, load_multi30k
 from transformer_lib.decoding import translate_tokens
+from transformer_lib.fast import FastBeamSearch, cpu_has_bf16
 from transformer_lib.runtime import machine, torch_threads
 from transformer_lib.serve import CTranslate2Model, to_ctranslate2
 from transformer_lib.translate import find_checkpoint, load_model
@@ -59,10 +62,16 @@ def _run(args) -> int:
         served = {q: CTranslate2Model(to_ctranslate2(model, src_vocab, tgt_vocab, Path(tmp) / q,
                                                      None if q == "float32" else q), threads=args.threads)
                   for q in ("float32", "int8")}
+        fast = {"float32": FastBeamSearch(model, torch.float32)}
+        if cpu_has_bf16():
+            fast["bfloat16"] = FastBeamSearch(model, torch.bfloat16)
         variants = {}
         for beam in (1, 5):
             mode = "greedy" if beam == 1 else f"beam {beam}"
             variants[f"ours ({mode})"] = (lambda s, b=beam: translate_tokens(model, s, tok, src_vocab, tgt_vocab, b))
+            for dtype, search in fast.items():
+                variants[f"ours, FastBeamSearch {dtype} ({mode})"] = (
+                    lambda s, b=beam, f=search: translate_tokens(model, s, tok, src_vocab, tgt_vocab, b, search=f))
             for q, engine in served.items():
                 variants[f"CTranslate2 {q} ({mode})"] = (lambda s, b=beam, e=engine: e.translate_tokens(s, b))
         with torch.inference_mode():
@@ -76,15 +85,18 @@ def _run(args) -> int:
     identical = sum(a == b for a, b in zip(outputs["ours (greedy)"], outputs["CTranslate2 float32 (greedy)"]))
     record = {"machine": machine(), "threads": args.threads, "load": load, "sentences": len(timed),
               "bleu_sentences": len(sources), "repeats": args.repeats, "greedy_identical": identical, "variants": []}
-    print(f"\n{'variant':<30} {'sentences/s':>12} {'spread':>7} {'sacreBLEU':>10} {'tokenized':>10}")
+    print(f"\n{'variant':<44} {'sentences/s':>12} {'spread':>7} {'sacreBLEU':>10} {'tokenized':>10} {'same':>6}")
     for name, secs in seconds.items():
         med = statistics.median(secs)
         score = bleu(outputs[name], references)
         spread = (max(secs) - min(secs)) / 2 / med
-        print(f"{name:<30} {len(timed) / med:>12.1f} {spread:>6.0%} {score.sacrebleu:>10.2f} {score.tokenized:>10.2f}")
+        mode = name[name.rindex("(") :]  # "(greedy)" or "(beam 5)"
+        same = sum(a == b for a, b in zip(outputs[name], outputs[f"ours {mode}"]))  # as chapter 7's decoding
+        print(f"{name:<44} {len(timed) / med:>12.1f} {spread:>6.0%} {score.sacrebleu:>10.2f} {score.tokenized:>10.2f} "
+              f"{same:>6}")
         record["variants"].append({"name": name, "sentences_per_s": round(len(timed) / med, 2),
                                    "spread": round(spread, 3), "sacrebleu": round(score.sacrebleu, 2),
-                                   "tokenized": round(score.tokenized, 2)})
+                                   "tokenized": round(score.tokenized, 2), "same_as_ours": same})
     print(f"greedy: {identical} of {len(sources)} translations token-identical between ours and CTranslate2 float32")
     if args.record:
         args.record.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")

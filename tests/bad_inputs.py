@@ -671,6 +671,12 @@ def _(tmp):
     G.translate_tokens(model, "ein hund", D.Tokenizer("de"), src_vocab, tgt_vocab)
 
 
+@case("translate_tokens(..., search)", "a search that is not callable", TypeError, "search", "FastBeamSearch")
+def _(tmp):
+    model, src_vocab, tgt_vocab, _ = X.load_checkpoint(tiny_checkpoint(tmp))
+    G.translate_tokens(model, ["ein hund"], D.Tokenizer("de"), src_vocab, tgt_vocab, search="fast")
+
+
 @case("translate(model, sentence)", "a model that carries no vocabularies", ValueError, "vocabularies", "load_checkpoint")
 def _(tmp): X.translate(tiny_model(), "ein hund")
 
@@ -801,6 +807,31 @@ def _(tmp): F.FusedMultiHeadAttention(8, 2)(x3(), x3(), x3(), torch.ones(2, 1, 1
 
 @case("matmul_peak(dtype, size)", "size 0", ValueError, "size")
 def _(tmp): F.matmul_peak(size=0)
+
+
+@case("FastBeamSearch(model)", "a module that is not an EncoderDecoder", TypeError, "model", "EncoderDecoder")
+def _(tmp): F.FastBeamSearch(nn.Linear(4, 4))
+
+
+@case("pack_decoder(model, dtype)", "a dtype name torch does not know", ValueError, "dtype='float17'")
+def _(tmp): F.pack_decoder(tiny_model(), "float17")
+
+
+@case("FastBeamSearch(model, dtype)", "an integer dtype", ValueError, "dtype=torch.int64", "floating-point")
+def _(tmp): F.FastBeamSearch(tiny_model(), torch.int64)
+
+
+@case("FastBeamSearch(model)(src, ..., beam_size)", "beam_size 0", ValueError, "beam_size")
+def _(tmp): F.FastBeamSearch(tiny_model())(ids([2, 3]), A.padding_mask(ids([2, 3]), 0), 5, 1, 2, beam_size=0)
+
+
+@case("FastBeamSearch(model)(src, ..., end_symbol)", "an end symbol outside the target vocabulary", ValueError,
+      "end_symbol", "tgt_vocab=11")
+def _(tmp): F.FastBeamSearch(tiny_model())(ids([2, 3]), A.padding_mask(ids([2, 3]), 0), 5, 1, 11)
+
+
+@case("FastBeamSearch(model)(src, src_mask, ...)", "a source mask for another source length", ValueError, "src_mask")
+def _(tmp): F.FastBeamSearch(tiny_model())(ids([2, 3]), A.padding_mask(ids([2, 3, 0]), 0), 5, 1, 2)
 
 
 # ---------------------------------------------------------------------------------------------- runtime

@@ -197,3 +197,23 @@ def test_the_recorded_serving_run_is_token_identical_and_int8_keeps_bleu():
     score = {v["name"]: v for v in recorded["variants"]}
     assert score["CTranslate2 float32 (greedy)"]["sacrebleu"] == score["ours (greedy)"]["sacrebleu"]
     assert score["CTranslate2 int8 (beam 5)"]["sacrebleu"] >= score["ours (beam 5)"]["sacrebleu"] - 0.5
+
+
+def test_the_recorded_serving_run_shows_the_fast_search_finding_what_chapter_7_finds():
+    recorded = json.loads((ROOT / claims.SERVE_FILE).read_text())
+    score = {v["name"]: v for v in recorded["variants"]}
+    for mode in ("greedy", "beam 5"):
+        fast = score[f"ours, FastBeamSearch float32 ({mode})"]
+        assert fast["same_as_ours"] == 1000 and fast["sacrebleu"] == score[f"ours ({mode})"]["sacrebleu"]
+        assert fast["sentences_per_s"] > score[f"ours ({mode})"]["sentences_per_s"]
+    shown = claims.serve_markdown(recorded)
+    assert "the throughput of CTranslate2 float32" in shown and "| same as chapter 7's |" in shown
+
+
+def test_the_recorded_candidates_render_with_their_ceiling():
+    recorded = json.loads((ROOT / "benchmarks" / "candidates.json").read_text())
+    speed = json.loads((ROOT / claims.SPEED_FILE).read_text())
+    shown = claims.candidates_markdown(recorded, speed)
+    now = {v["name"]: v["ratio"] for v in speed["variants"]}["ours, fast path (fp32)"]
+    assert f"at most {now / recorded['matmul_share']['fp32']:.2f}x as fast as nn.Transformer" in shown
+    assert all(f"| {v['change']} |" in shown for v in recorded["variants"])

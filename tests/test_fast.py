@@ -263,3 +263,35 @@ def test_fast_label_smoothing_is_finite_where_padding_has_zero_probability():
     assert torch.isfinite(fast) and fast.item() == pytest.approx(readable.item(), rel=1e-5)
     fast.backward()
     assert torch.isfinite(log_probs.grad).all()
+
+
+def test_the_candidates_benchmark_runs_and_each_candidate_trains_the_same_model(monkeypatch, tmp_path, capsys):
+    """benchmarks/candidates.py: its loss from logits equals chapter 5's label smoothing (value and gradient), its
+    packed self-attention computes what the fast path computes, and a run records every candidate."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import candidates
+
+    torch.manual_seed(0)
+    logits = torch.randn(40, 30, dtype=torch.float64, requires_grad=True)
+    target = torch.randint(0, 30, (40,))
+    target[:4] = 1
+    ours = candidates.logits_loss(30, 1)(logits, target)
+    (g_ours,) = torch.autograd.grad(ours, logits)
+    reference = LabelSmoothing(30, 1, 0.1)(logits.log_softmax(-1), target)
+    (g_ref,) = torch.autograd.grad(reference, logits)
+    assert abs(ours.item() - reference.item()) < 1e-4 * reference.item() and (g_ours - g_ref).abs().max() < 1e-6
+    plain, packed = (candidates.build(20, 30, 1, change).eval() for change in ("baseline", "packed q/k/v"))
+    src, tgt = torch.randint(4, 20, (2, 6)), torch.randint(4, 30, (2, 5))
+    with torch.no_grad():
+        assert (plain(src, tgt) - packed(src, tgt)).abs().max() < 1e-5
+    assert not any(name.endswith(("w_q.weight", "w_k.weight")) for name, _ in packed.encoder.named_parameters())
+    record = tmp_path / "candidates.json"
+    assert candidates.main(["--repeats", "1", "--batches", "1", "--record", str(record)]) == 0
+    recorded = json.loads(record.read_text())
+    changes = [v["change"] for v in recorded["variants"] if v["dtype"] == "fp32"]
+    assert changes == ["baseline", "packed q/k/v", "loss from logits", "vocabulary padded to 64",
+                       "no attention dropout"]
+    assert 0 < recorded["matmul_share"]["fp32"] < 1 and recorded["padded_vocabulary"] % 64 == 0
+    assert "matrix multiplications are" in capsys.readouterr().out
+    sys.modules.pop("candidates", None)
+    sys.modules.pop("speed", None)

@@ -125,8 +125,12 @@ def test_the_serving_benchmark_runs_and_records(tmp_path, monkeypatch, capsys):
                        str(record)]) == 0
     recorded = json.loads(record.read_text())
     assert recorded["greedy_identical"] == recorded["bleu_sentences"] == 12 and recorded["sentences"] == 6
+    fast = ["float32", "bfloat16"] if bench.cpu_has_bf16() else ["float32"]
     assert [v["name"] for v in recorded["variants"]] == [
-        "ours (greedy)", "CTranslate2 float32 (greedy)", "CTranslate2 int8 (greedy)",
-        "ours (beam 5)", "CTranslate2 float32 (beam 5)", "CTranslate2 int8 (beam 5)"]
+        name for mode in ("greedy", "beam 5") for name in (
+            f"ours ({mode})", *(f"ours, FastBeamSearch {d} ({mode})" for d in fast), f"CTranslate2 float32 ({mode})",
+            f"CTranslate2 int8 ({mode})")]
+    same = {v["name"]: v["same_as_ours"] for v in recorded["variants"]}
+    assert same["ours, FastBeamSearch float32 (greedy)"] == same["ours, FastBeamSearch float32 (beam 5)"] == 12
     assert "12 of 12 translations token-identical" in capsys.readouterr().out
     sys.modules.pop("serve", None)

@@ -307,7 +307,26 @@ def check_training_batch(batch) -> None:
 def check_decoding(model, max_len, **symbols) -> None:
     """max_len must be an int >= 0 and every symbol (start_symbol=..., end_symbol=...) a target token id."""
     check_int("max_len", max_len, low=0)
-    vocab = model.generator.proj.out_features
+    check_symbols(model.generator.proj.out_features, **symbols)
+
+
+def check_encoder_decoder(model) -> None:
+    """Chapter 9's FastBeamSearch reads the weights of chapter 4's EncoderDecoder, module by module."""
+    from transformer_lib.model import EncoderDecoder  # chapter 4's class; imported here, where it is used
+
+    if not isinstance(model, EncoderDecoder):
+        raise TypeError(f"model must be an EncoderDecoder (make_model, chapter 4), got {type(model).__name__}")
+
+
+def check_search(search) -> None:
+    """translate_tokens' search: None (chapter 7's decoding) or a callable like beam_search."""
+    if search is not None and not callable(search):
+        raise TypeError("search must be None or a callable like beam_search (e.g. FastBeamSearch(model)), "
+                        f"got {type(search).__name__}")
+
+
+def check_symbols(vocab: int, **symbols) -> None:
+    """Every symbol (start_symbol=..., end_symbol=...) must be a token id of a target vocabulary of `vocab` tokens."""
     for name, value in symbols.items():
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < vocab):
             raise ValueError(f"{name}={value!r} is not a target token id in [0, tgt_vocab={vocab})")

@@ -167,12 +167,46 @@ def serve_markdown(s: dict) -> str:
     lines = [f"{s['machine']}, {s['threads']} thread{'s' if s['threads'] != 1 else ''}{load}: the first "
              f"{s['sentences']:,} test2016 sentences in batches of 64, {s['repeats']} interleaved rounds (medians); "
              f"BLEU on all {s['bleu_sentences']:,}.", "",
-             "| engine | sentences/s | sacreBLEU | tokenized BLEU |", "|---|---|---|---|"]
+             "| engine | sentences/s | sacreBLEU | tokenized BLEU | same as chapter 7's |", "|---|---|---|---|---|"]
     for v in s["variants"]:
+        same = f"{v['same_as_ours']:,}" if "same_as_ours" in v else "n/a"
         lines.append(f"| {v['name']} | {v['sentences_per_s']:,.1f} ±{v['spread']:.0%} | {v['sacrebleu']:.2f} | "
-                     f"{v['tokenized']:.2f} |")
+                     f"{v['tokenized']:.2f} | {same} |")
     lines += ["", f"Greedy decoding: {s['greedy_identical']:,} of {s['bleu_sentences']:,} translations token-identical "
               "between ours and CTranslate2 in float32."]
+    speed = {v["name"]: v["sentences_per_s"] for v in s["variants"]}
+    for mode in ("greedy", "beam 5"):
+        ours = {n: x for n, x in speed.items() if n.startswith("ours, FastBeamSearch") and n.endswith(f"({mode})")}
+        engine = speed.get(f"CTranslate2 float32 ({mode})")
+        if ours and engine:
+            name, best = max(ours.items(), key=lambda item: item[1])
+            lines.append(f"{name.removeprefix('ours, ')}: {best / engine:.2f}x the throughput of CTranslate2 float32.")
+    return "\n".join(lines) + "\n"
+
+
+def candidates_markdown(c: dict, speed: dict | None = None) -> str:
+    """A recorded run of benchmarks/candidates.py as Markdown: each candidate's ratio to the fast path of its dtype,
+    and, with speed.json's record, the ratio to nn.Transformer a fast path of nothing but matrix multiplications
+    would reach."""
+    load = f", load average {c['load']:.2f}" if c.get("load") is not None else ""
+    lines = [f"{c['machine']}, {c['threads']} thread{'s' if c['threads'] != 1 else ''}{load}: {c['repeats']} "
+             f"interleaved rounds of {c['batches']} training steps (medians).", "",
+             "| dtype | change | s/step | vs our fast path |", "|---|---|---|---|"]
+    for v in c["variants"]:
+        lines.append(f"| {v['dtype']} | {v['change']} | {v['seconds_per_step']:.3f} | {v['ratio']:.2f}x |")
+    lines.append("")
+    if "onednn" in c:
+        m, k, n = c["onednn"]["shape"]
+        lines += [f"No oneDNN (bfloat16): a {m:,} x {k} by {k} x {n} matrix multiplication takes "
+                  f"{c['onednn']['slower_without']:.1f}x as long with oneDNN off.", ""]
+    ratio = {v["name"]: v["ratio"] for v in (speed or {}).get("variants", [])}
+    for tag, share in c["matmul_share"].items():
+        now = ratio.get(f"ours, fast path ({tag})")
+        line = f"In {tag}, matrix multiplications are {share:.0%} of the fast path's profiled time"
+        if now is not None:
+            line += (f": with everything else free, it would train at most {now / share:.2f}x as fast as "
+                     f"nn.Transformer (recorded: {now:.2f}x)")
+        lines.append(line + ".")
     return "\n".join(lines) + "\n"
 
 

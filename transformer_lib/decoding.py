@@ -20,7 +20,7 @@ from torch.nn.utils.rnn import pad_sequence
 
 from transformer_lib.attention import padding_mask, scaled_dot_product_attention, subsequent_mask
 from transformer_lib.checks import (check_attention_ids, check_attention_kind, check_cache_length, check_decoding,
-                                    check_int, check_map_labels, check_sentences,
+                                    check_int, check_map_labels, check_search, check_sentences,
                                     check_source_lengths)
 
 
@@ -162,13 +162,15 @@ def beam_search(model, src, src_mask, max_len: int, start_symbol: int, end_symbo
 # %% notebooks/07_decoding.ipynb cell 20
 @torch.no_grad()
 def translate_tokens(model, sentences: list[str], src_tok, src_vocab, tgt_vocab, beam_size: int = 5,
-                     length_penalty: float = 0.6, batch_size: int = 64) -> list[list[str]]:
+                     length_penalty: float = 0.6, batch_size: int = 64, search=None) -> list[list[str]]:
     """Target tokens for raw source sentences: greedy with the cache for beam_size 1, else beam search.
 
     Sentences are decoded in batches of similar length; at most 1.5 x source length + 10 tokens each, and no more
-    than the model has target positions.
+    than the model has target positions. `search` replaces both with another callable like beam_search (chapter 9's
+    FastBeamSearch).
     """
     check_sentences(sentences, beam_size, model, src_vocab, tgt_vocab, batch_size)
+    check_search(search)
     model.eval()
     device = next(model.parameters()).device
     ids = [src_vocab.encode(src_tok(s)) or [src_vocab.unk_idx] for s in sentences]
@@ -181,7 +183,9 @@ def translate_tokens(model, sentences: list[str], src_tok, src_vocab, tgt_vocab,
         src = src.to(device)  # (batch, longest source)
         src_mask = padding_mask(src, src_vocab.pad_idx)
         max_len = min(int(1.5 * src.size(1)) + 10, model.tgt_embed[1].max_len)
-        if beam_size == 1:
+        if search is not None:
+            hyps = search(src, src_mask, max_len, tgt_vocab.bos_idx, tgt_vocab.eos_idx, beam_size, length_penalty)
+        elif beam_size == 1:
             hyps = greedy_decode_cached(model, src, src_mask, max_len, tgt_vocab.bos_idx, tgt_vocab.eos_idx)
             hyps = hyps[:, 1:].tolist()
         else:

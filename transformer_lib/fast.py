@@ -10,9 +10,12 @@ __all__ = [
     'use_fast_path',
     'matmul_peak',
     'cpu_has_bf16',
+    'pack_decoder',
+    'FastBeamSearch',
 ]
 
 # %% notebooks/09_fast.ipynb cell 2
+import copy
 import math
 import time
 import statistics
@@ -23,7 +26,9 @@ from torch import nn
 
 from transformer_lib.attention import MultiHeadAttention
 from transformer_lib.blocks import LayerNorm
-from transformer_lib.checks import check_attention_inputs, check_ints, check_last_dim, check_loss_inputs
+from transformer_lib.checks import (as_dtype, check_attention_inputs, check_cache_length, check_encoder_decoder,
+                                    check_int, check_ints, check_last_dim, check_loss_inputs, check_model_tokens,
+                                    check_symbols)
 from transformer_lib.training import LabelSmoothing
 
 
@@ -183,3 +188,170 @@ def cpu_has_bf16() -> bool:
     except OSError:
         return False
     return " amx_bf16" in flags or " avx512_bf16" in flags
+
+
+# %% notebooks/09_fast.ipynb cell 33
+def _packed(*linears: nn.Linear, dtype, scale: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """The stacked weights and biases of `linears` (one matrix multiplication for all), the first one's multiplied
+    by `scale`, cast to `dtype`."""
+    w = torch.cat([m.weight * (scale if i == 0 else 1.0) for i, m in enumerate(linears)])
+    b = torch.cat([m.bias * (scale if i == 0 else 1.0) for i, m in enumerate(linears)])
+    return w.detach().to(dtype), b.detach().to(dtype)
+
+
+def _norm(norm: nn.Module, dtype) -> tuple:
+    return norm.weight.detach().to(dtype), norm.bias.detach().to(dtype), norm.eps
+
+
+def pack_decoder(model, dtype) -> dict:
+    """A snapshot of the weights decoding needs, cast to `dtype` once: per decoder layer the self-attention's stacked
+    query/key/value projection (the query's part divided by sqrt(d_k)), its output projection, the cross-attention's
+    query and stacked key/value projections, the feed-forward and the three layer norms; the target embedding
+    (times sqrt(d_model)), the positional table, the final norm and the output projection."""
+    check_encoder_decoder(model)
+    dtype = as_dtype("dtype", dtype)
+    layers = []
+    for layer in model.decoder.layers:
+        sa, ca, ff = layer.self_attn, layer.src_attn, layer.feed_forward
+        scale = 1 / math.sqrt(sa.d_k)
+        layers.append({"qkv": _packed(sa.w_q, sa.w_k, sa.w_v, dtype=dtype, scale=scale),
+                       "out": _packed(sa.w_o, dtype=dtype), "cross_q": _packed(ca.w_q, dtype=dtype, scale=scale),
+                       "cross_kv": _packed(ca.w_k, ca.w_v, dtype=dtype), "cross_out": _packed(ca.w_o, dtype=dtype),
+                       "ff1": _packed(ff.w_1, dtype=dtype), "ff2": _packed(ff.w_2, dtype=dtype),
+                       "norms": [_norm(s.norm, dtype) for s in layer.sublayers]})
+    token, position = model.tgt_embed[0], model.tgt_embed[1]
+    table = position.pe[0] if hasattr(position, "pe") else position.embedding.weight  # (max_len, d_model)
+    return {"layers": layers, "norm_first": model.decoder.layers[0].sublayers[0].norm_first,
+            "n_heads": model.decoder.layers[0].self_attn.n_heads,
+            "final_norm": _norm(model.decoder.norm, dtype) if isinstance(model.decoder.norm, LayerNorm) else None,
+            "embedding": (token.embedding.weight * math.sqrt(token.d_model)).detach().to(dtype),
+            "positions": table.detach().to(dtype), "proj": _packed(model.generator.proj, dtype=dtype)}
+
+
+def _extend(cache: torch.Tensor, new: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
+    """cache (n, h, t, d_k)'s rows `rows` (all, if None) followed by new (N, h, 1, d_k) along time, in one copy each."""
+    out = torch.empty(new.size(0), new.size(1), cache.size(2) + 1, new.size(3), dtype=new.dtype, device=new.device)
+    if rows is None:
+        out[:, :, :-1] = cache
+    else:
+        torch.index_select(cache, 0, rows, out=out[:, :, :-1])
+    out[:, :, -1:] = new
+    return out
+
+
+# %% notebooks/09_fast.ipynb cell 34
+class FastBeamSearch:
+    """Chapter 7's beam_search (and, with beam_size=1, greedy decoding) for serving: the same search over a snapshot
+    of the model's weights, packed and cast once (bfloat16 where the hardware has it), in inference mode.
+
+    Call it like beam_search: search(src, src_mask, max_len, start_symbol, end_symbol, beam_size, length_penalty)
+    returns each source's best token ids; translate_tokens(..., search=FastBeamSearch(model)) uses it. In float32 it
+    finds what beam_search finds. Build it again after the model's weights change.
+    """
+
+    def __init__(self, model, dtype=None):
+        check_encoder_decoder(model)
+        device = next(model.parameters()).device
+        if dtype is None:
+            bf16 = cpu_has_bf16() if device.type == "cpu" else device.type == "cuda" and torch.cuda.is_bf16_supported()
+            dtype = torch.bfloat16 if bf16 else torch.float32
+        self.dtype = as_dtype("dtype", dtype)
+        self.exact = torch.promote_types(self.dtype, torch.float32)  # attention, log-probabilities, scores
+        self.w = pack_decoder(model, self.dtype)
+        self.encoder = use_fast_path(copy.deepcopy(nn.Sequential(model.src_embed, model.encoder)).to(self.dtype).eval())
+        self.vocab_size = model.generator.proj.out_features
+
+    def _sublayer(self, x, norm, fn):
+        w, b, eps = norm
+        if self.w["norm_first"]:
+            return x + fn(F.layer_norm(x, x.shape[-1:], w, b, eps))
+        return F.layer_norm(x + fn(x), x.shape[-1:], w, b, eps)
+
+    def _step(self, tokens, t, cache, pending, cross, mask, K):
+        """Logits (N, V) of the next token after `tokens` (N,) at position t; cache[i] holds layer i's keys and values
+        (in self.exact), whose rows `pending` (or None) are the surviving beams; cross[i] the source's, (n, h, Ls, d_k)."""
+        h, N = self.w["n_heads"], tokens.size(0)
+        x = self.w["embedding"][tokens] + self.w["positions"][t]  # (N, d_model)
+        d = x.size(-1)
+        for i, w in enumerate(self.w["layers"]):
+            def self_attention(y):
+                q, k, v = F.linear(y, *w["qkv"]).to(self.exact).view(N, 3, h, 1, d // h).unbind(1)  # (N, h, 1, d_k) each
+                if cache[i] is not None:  # the surviving beams' keys and values, then this step's
+                    k, v = _extend(cache[i][0], k, pending), _extend(cache[i][1], v, pending)
+                cache[i] = (k, v)  # (N, h, t + 1, d_k)
+                a = torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ v  # (N, h, 1, d_k)
+                return F.linear(a.view(N, d).to(y.dtype), *w["out"])
+
+            def cross_attention(y):  # the K beams of a sentence are K queries against its keys and values
+                q = F.linear(y, *w["cross_q"]).to(self.exact).view(N // K, K, h, d // h).transpose(1, 2)  # (n, h, K, d_k)
+                keys, values = cross[i]
+                scores = (q @ keys.transpose(-1, -2)).masked_fill_(~mask, float("-inf"))  # (n, h, K, Ls)
+                a = torch.softmax(scores, dim=-1) @ values  # (n, h, K, d_k)
+                return F.linear(a.transpose(1, 2).reshape(N, d).to(y.dtype), *w["cross_out"])
+
+            x = self._sublayer(x, w["norms"][0], self_attention)
+            x = self._sublayer(x, w["norms"][1], cross_attention)
+            x = self._sublayer(x, w["norms"][2], lambda y: F.linear(F.linear(y, *w["ff1"]).relu_(), *w["ff2"]))
+        if self.w["final_norm"] is not None:
+            x = F.layer_norm(x, (d,), *self.w["final_norm"][:2], self.w["final_norm"][2])
+        return F.linear(x, *self.w["proj"])  # (N, V)
+
+
+# %% notebooks/09_fast.ipynb cell 35
+@torch.inference_mode()
+def _fast_search(self, src, src_mask, max_len: int, start_symbol: int, end_symbol: int, beam_size: int = 5,
+                 length_penalty: float = 0.6) -> list[list[int]]:
+    check_int("beam_size", beam_size)
+    check_int("max_len", max_len, low=0)
+    check_symbols(self.vocab_size, start_symbol=start_symbol, end_symbol=end_symbol)
+    B, K, h, device = src.size(0), beam_size, self.w["n_heads"], src.device
+    check_model_tokens("src", src, self.encoder[0], src_mask, self.encoder[1])
+    memory = self.encoder[1](self.encoder[0](src), src_mask)  # (B, Ls, d_model)
+    mask = (src_mask if src_mask is not None else torch.ones_like(src, dtype=torch.bool)).reshape(B, 1, 1, -1)
+    cross = [F.linear(memory, *w["cross_kv"]).to(self.exact).view(B, -1, 2, h, memory.size(-1) // h).permute(2, 0, 3, 1, 4)
+             .contiguous() for w in self.w["layers"]]  # per layer (keys, values), (B, h, Ls, d_k): once per sentence
+    sentence = torch.arange(B, device=device)  # which source each group of K rows translates
+    tokens = torch.full((B * K,), start_symbol, dtype=torch.long, device=device)
+    ys = tokens.view(-1, 1)  # (N, t + 1): every hypothesis so far
+    scores = torch.full((B, K), float("-inf"), dtype=self.exact, device=device)
+    scores[:, 0] = 0.0  # one hypothesis per source to start from
+    lengths = torch.zeros(B * K, dtype=torch.long, device=device)  # tokens up to and including </s>
+    finished = torch.zeros(B * K, dtype=torch.bool, device=device)
+    cache, pending, best = [None] * len(self.w["layers"]), None, [[] for _ in range(B)]
+    for t in range(max_len):
+        check_cache_length(t, self.w["positions"].size(0))
+        n = scores.size(0)
+        logits = self._step(tokens, t, cache, pending, cross, mask, K)  # (n * K, V)
+        if K == 1:  # greedy: the highest logit (through float32: argmax of bfloat16 is slow on a CPU)
+            top_tokens = logits.to(self.exact).max(dim=-1, keepdim=True).indices  # (n, 1)
+            top = torch.zeros(top_tokens.shape, dtype=self.exact, device=device)
+        else:
+            top, top_tokens = logits.to(self.exact).log_softmax(dim=-1).topk(K, dim=-1)  # (n * K, K): each beam's best K
+        if finished.any():  # a finished hypothesis extends only with </s>, at no cost
+            row = torch.full((K,), float("-inf"), dtype=self.exact, device=device)
+            row[0] = 0.0
+            top = torch.where(finished.unsqueeze(1), row, top)
+            top_tokens.masked_fill_(finished.unsqueeze(1), end_symbol)
+        scores, flat = (scores.view(-1, 1) + top).view(n, K * K).topk(K, dim=-1)  # (n, K)
+        index = (torch.arange(n, device=device).unsqueeze(1) * K + flat // K).view(-1)  # the beam each survivor extends
+        tokens = top_tokens.view(n, K * K).gather(1, flat).view(-1)  # (n * K,)
+        ys = torch.cat([ys[index], tokens.unsqueeze(1)], dim=1)
+        finished = finished[index]
+        lengths = lengths[index] + (~finished).long()
+        finished = finished | (tokens == end_symbol)
+        done = finished.view(n, K).all(dim=1) | (t + 1 == max_len)  # (n,): sentences whose beams have all ended
+        if done.any():
+            penalty = ((5.0 + lengths.float()) / 6.0) ** length_penalty
+            winner = (scores.view(-1) / penalty).view(n, K).argmax(dim=-1)  # (n,)
+            for j in done.nonzero().view(-1).tolist():
+                best[int(sentence[j])] = ys[j * K + winner[j], 1:].tolist()
+            keep, rows = ~done, (~done).repeat_interleave(K)  # the sentences still decoding, and their rows
+            if not keep.any():
+                break
+            index, tokens, ys, lengths, finished = index[rows], tokens[rows], ys[rows], lengths[rows], finished[rows]
+            scores, sentence, mask, cross = scores[keep], sentence[keep], mask[keep], [(k[keep], v[keep]) for k, v in cross]
+        pending = None if K == 1 and not done.any() else index  # greedy's rows stay in place until one finishes
+    return [row[: row.index(end_symbol) + 1] if end_symbol in row else row for row in best]
+
+
+FastBeamSearch.__call__ = _fast_search
