@@ -1,7 +1,7 @@
 # Hand-written benchmark (not generated from a notebook).
 """What else could make training faster: each candidate change to our fast path, measured on its own, in one run.
 
-    python benchmarks/candidates.py [--repeats 3] [--batches 6] [--threads 1] [--record]
+    python benchmarks/candidates.py [--repeats 5] [--batches 6] [--threads 1] [--record]
 
 The setting is benchmarks/speed.py's (same configuration, Multi30k batches, label smoothing 0.1, fused Adam); the
 baseline is our fast path, in float32 and, where the CPU multiplies bfloat16 in hardware, under bfloat16 autocast.
@@ -130,7 +130,7 @@ def build(src_vocab: int, tgt_vocab: int, pad: int, change: str):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--repeats", type=int, default=3, help="interleaved rounds (default 3)")
+    parser.add_argument("--repeats", type=int, default=5, help="interleaved rounds (default 5)")
     parser.add_argument("--batches", type=int, default=6, help="training steps per variant and round (default 6)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     parser.add_argument("--record", nargs="?", const=Path(__file__).resolve().parent / "candidates.json",
@@ -192,12 +192,14 @@ def _run(args) -> int:
     record = {"machine": machine(), "threads": torch.get_num_threads(), "load": load, "repeats": args.repeats,
               "batches": len(batches), "vocabulary": V, "padded_vocabulary": padded, "matmul_share": {},
               "variants": []}
-    print(f"\n{'dtype':<14} {'change':<26} {'s/step':>8} {'vs baseline':>12}")
+    print(f"\n{'dtype':<14} {'change':<26} {'s/step':>8} {'spread':>7} {'vs baseline':>12}")
     for (tag, change), secs in seconds.items():
         med = statistics.median(secs) / len(batches)
         base = statistics.median(seconds[tag, "baseline"]) / len(batches)
-        print(f"{tag:<14} {change:<26} {med:>8.3f} {base / med:>11.2f}x")
+        spread = (max(secs) - min(secs)) / 2 / statistics.median(secs)
+        print(f"{tag:<14} {change:<26} {med:>8.3f} {spread:>6.0%} {base / med:>11.2f}x")
         record["variants"].append({"dtype": tag, "change": change, "seconds_per_step": round(med, 4),
+                                   "spread": round((max(secs) - min(secs)) / 2 / statistics.median(secs), 3),
                                    "ratio": round(base / med, 3)})
     if bf16:
         slower = statistics.median(onednn[False]) / statistics.median(onednn[True])

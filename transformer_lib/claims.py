@@ -190,10 +190,11 @@ def candidates_markdown(c: dict, speed: dict | None = None) -> str:
     would reach."""
     load = f", load average {c['load']:.2f}" if c.get("load") is not None else ""
     lines = [f"{c['machine']}, {c['threads']} thread{'s' if c['threads'] != 1 else ''}{load}: {c['repeats']} "
-             f"interleaved rounds of {c['batches']} training steps (medians).", "",
+             f"interleaved rounds of {c['batches']} training steps (medians, ± half the range of the rounds).", "",
              "| dtype | change | s/step | vs our fast path |", "|---|---|---|---|"]
     for v in c["variants"]:
-        lines.append(f"| {v['dtype']} | {v['change']} | {v['seconds_per_step']:.3f} | {v['ratio']:.2f}x |")
+        spread = f" ±{v['spread']:.0%}" if "spread" in v else ""
+        lines.append(f"| {v['dtype']} | {v['change']} | {v['seconds_per_step']:.3f}{spread} | {v['ratio']:.2f}x |")
     lines.append("")
     if "onednn" in c:
         m, k, n = c["onednn"]["shape"]
