@@ -24,7 +24,6 @@ benchmarks/candidates.json, which chapter 9 renders.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import statistics
@@ -39,6 +38,7 @@ import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import speed  # noqa: E402  (the setting: configuration, batches, optimizer)
+from recording import add_common_options, require_at_least_one, save_record  # noqa: E402
 
 from transformer_lib.fast import FastLabelSmoothing, FusedMultiHeadAttention, cpu_has_bf16, use_fast_path  # noqa: E402
 from transformer_lib.model import make_model  # noqa: E402
@@ -132,12 +132,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=5, help="interleaved rounds (default 5)")
     parser.add_argument("--batches", type=int, default=6, help="training steps per variant and round (default 6)")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
-    parser.add_argument("--record", nargs="?", const=Path(__file__).resolve().parent / "candidates.json",
-                        default=None, type=Path, metavar="FILE", help="write the results as JSON")
+    add_common_options(parser, "candidates.json")
     args = parser.parse_args(argv)
-    if min(args.repeats, args.batches, args.threads) < 1:
-        parser.error("--repeats, --batches and --threads must be at least 1")
+    require_at_least_one(parser, args, "repeats", "batches", "threads")
     with torch_threads(args.threads):
         return _run(args)
 
@@ -209,8 +206,7 @@ def _run(args) -> int:
         print(f"{tag}: matrix multiplications are {value:.0%} of the baseline's profiled time")
         record["matmul_share"][tag] = round(value, 3)
     if args.record:
-        args.record.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-        print(f"recorded in {args.record}")
+        save_record(args.record, record)
     return 0
 
 

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 import tempfile
-from pathlib import Path
 
 import torch
 from torch import nn
@@ -24,6 +22,8 @@ from torch import nn
 import transformer_lib.translation as translation
 from transformer_lib.model import make_model
 from transformer_lib.runtime import machine
+
+from recording import add_common_options, require_at_least_one, save_record
 
 VARIANTS = ("embeddings N(0, 1/d_model) (make_model)", "Xavier everywhere (the Annotated Transformer)")
 
@@ -45,12 +45,9 @@ def xavier_everywhere(*args, **kwargs):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--epochs", type=int, default=1, help="epochs of the cpu recipe per variant (default 1)")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
-    parser.add_argument("--record", nargs="?", const=Path(__file__).resolve().parent / "init.json", default=None,
-                        type=Path, metavar="FILE", help="write the results as JSON (default FILE: benchmarks/init.json)")
+    add_common_options(parser, "init.json")
     args = parser.parse_args(argv)
-    if args.epochs < 1 or args.threads < 1:
-        parser.error("--epochs and --threads must be at least 1")
+    require_at_least_one(parser, args, "epochs", "threads")
     torch.set_num_threads(args.threads)
     recipe = dataclasses.replace(translation.RECIPES["cpu"], epochs=args.epochs, bleu_every=1, average_last=1)
     data = translation.prepare_data(recipe)
@@ -70,8 +67,7 @@ def main(argv=None) -> int:
         record["variants"].append(row)
         print(f"{name:<48} validation loss {row['val_loss']:.3f}, greedy validation BLEU {row['val_bleu']:.2f}")
     if args.record:
-        args.record.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-        print(f"recorded in {args.record}")
+        save_record(args.record, record)
     return 0
 
 

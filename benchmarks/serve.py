@@ -14,7 +14,6 @@ float32 are compared token by token. `--record` writes benchmarks/serve.json.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -32,18 +31,17 @@ from transformer_lib.serve import CTranslate2Model, to_ctranslate2
 from transformer_lib.translate import find_checkpoint, load_model
 from transformer_lib.translation import bleu
 
+from recording import add_common_options, require_at_least_one, save_record
+
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--checkpoint", default=None, help="a model.safetensors (default: the shipped model)")
     parser.add_argument("--sentences", type=int, default=200, help="test2016 sentences timed (default 200)")
     parser.add_argument("--repeats", type=int, default=3, help="interleaved rounds (default 3)")
-    parser.add_argument("--threads", type=int, default=1, help="CPU threads for every variant (default 1)")
-    parser.add_argument("--record", nargs="?", const=Path(__file__).resolve().parent / "serve.json", default=None,
-                        type=Path, metavar="FILE", help="write the results as JSON (default: benchmarks/serve.json)")
+    add_common_options(parser, "serve.json", "CPU threads for every variant (default 1)")
     args = parser.parse_args(argv)
-    if min(args.sentences, args.repeats, args.threads) < 1:
-        parser.error("--sentences, --repeats and --threads must be at least 1")
+    require_at_least_one(parser, args, "sentences", "repeats", "threads")
     with torch_threads(args.threads):
         return _run(args)
 
@@ -99,8 +97,7 @@ def _run(args) -> int:
                                    "tokenized": round(score.tokenized, 2), "same_as_ours": same})
     print(f"greedy: {identical} of {len(sources)} translations token-identical between ours and CTranslate2 float32")
     if args.record:
-        args.record.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-        print(f"recorded in {args.record}")
+        save_record(args.record, record)
     return 0
 
 

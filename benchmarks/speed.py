@@ -18,12 +18,10 @@ benchmarks/speed.json, from which `python -m transformer_lib.book readme` render
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -35,6 +33,8 @@ from transformer_lib.fast import FastLabelSmoothing, cpu_has_bf16, use_fast_path
 from transformer_lib.model import make_model
 from transformer_lib.runtime import default_device, machine, torch_threads
 from transformer_lib.training import LabelSmoothing, greedy_decode
+
+from recording import add_common_options, require_at_least_one, save_record
 
 CONFIG = dict(n_layers=3, d_model=256, d_ff=512, n_heads=8, dropout=0.1)
 
@@ -153,13 +153,10 @@ def main(argv=None) -> int:
     parser.add_argument("--device", choices=["auto", "cpu", "cuda", "mps"], default="auto")
     parser.add_argument("--repeats", type=int, default=5, help="interleaved rounds (default 5)")
     parser.add_argument("--batches", type=int, default=8, help="training steps per variant and round (default 8)")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch CPU threads (default 1: on a busy 2-core machine 2 threads can be far slower)")
-    parser.add_argument("--record", nargs="?", const=Path(__file__).resolve().parent / "speed.json", default=None,
-                        type=Path, metavar="FILE", help="write the results as JSON (default FILE: benchmarks/speed.json)")
+    add_common_options(parser, "speed.json",
+                       "torch CPU threads (default 1: on a busy 2-core machine 2 threads can be far slower)")
     args = parser.parse_args(argv)
-    if args.threads < 1 or args.repeats < 1 or args.batches < 1:
-        parser.error("--threads, --repeats and --batches must be at least 1")
+    require_at_least_one(parser, args, "threads", "repeats", "batches")
     with torch_threads(args.threads):
         return _run(args)
 
@@ -231,9 +228,7 @@ def _run(args) -> int:
     record["decoding"] = {"sentences": int(src.size(0)), "tokens": 50, "recompute_s": round(slow, 3),
                           "cache_s": round(fast, 3), "identical": same}
     if args.record:
-        path = args.record
-        path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-        print(f"recorded in {path}; `python -m transformer_lib.book readme` puts it into the README")
+        save_record(args.record, record, "; `python -m transformer_lib.book readme` puts it into the README")
     return 0 if same else 1
 
 

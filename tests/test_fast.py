@@ -295,3 +295,24 @@ def test_the_candidates_benchmark_runs_and_each_candidate_trains_the_same_model(
     assert "matrix multiplications are" in capsys.readouterr().out
     sys.modules.pop("candidates", None)
     sys.modules.pop("speed", None)
+
+
+def test_the_benchmarks_share_their_options_and_write_records_whole(monkeypatch, tmp_path, capsys):
+    import argparse
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import recording
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=1)
+    recording.add_common_options(parser, "example.json")
+    args = parser.parse_args(["--record"])
+    assert args.threads == 1 and args.record == ROOT / "benchmarks" / "example.json"
+    with pytest.raises(SystemExit):
+        recording.require_at_least_one(parser, parser.parse_args(["--threads", "0"]), "repeats", "threads")
+    assert "--repeats and --threads must be at least 1" in capsys.readouterr().err
+    path = tmp_path / "run.json"
+    recording.save_record(path, {"ratio": 1.5})
+    assert json.loads(path.read_text()) == {"ratio": 1.5} and list(tmp_path.iterdir()) == [path]
+    assert f"recorded in {path}" in capsys.readouterr().out
+    sys.modules.pop("recording", None)
