@@ -94,7 +94,7 @@ class _SmoothedFromLogits(torch.autograd.Function):
         return g.to(logits.dtype), None, None, None
 
 
-def logits_loss(vocab: int, pad: int):
+def logits_loss(pad: int):
     return lambda logits, target: _SmoothedFromLogits.apply(logits, target, 0.1, pad)
 
 
@@ -157,7 +157,7 @@ def _run(args) -> int:
         for change in changes:
             vocab = padded if change == "vocabulary padded to 64" else V
             model = build(S, vocab, pad, change)
-            loss = logits_loss(vocab, pad) if change == "loss from logits" else FastLabelSmoothing(vocab, pad, 0.1)
+            loss = logits_loss(pad) if change == "loss from logits" else FastLabelSmoothing(vocab, pad, 0.1)
             runs[tag, change] = (model, loss, amp, speed.adam(model, device))
     for model, loss, amp, opt in runs.values():
         train_steps(model, loss, amp, opt, [warm])
@@ -196,7 +196,7 @@ def _run(args) -> int:
         spread = (max(secs) - min(secs)) / 2 / statistics.median(secs)
         print(f"{tag:<14} {change:<26} {med:>8.3f} {spread:>6.0%} {base / med:>11.2f}x")
         record["variants"].append({"dtype": tag, "change": change, "seconds_per_step": round(med, 4),
-                                   "spread": round((max(secs) - min(secs)) / 2 / statistics.median(secs), 3),
+                                   "spread": round(spread, 3),
                                    "ratio": round(base / med, 3)})
     if bf16:
         slower = statistics.median(onednn[False]) / statistics.median(onednn[True])

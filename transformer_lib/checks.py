@@ -20,15 +20,17 @@ import torch
 __all__ = [
     "check_int", "check_ints", "check_probability", "check_positive", "check_vectors", "check_token_ids",
     "check_token_batch", "check_sequence", "check_last_dim", "check_embedding", "check_qkv", "check_mask",
-    "check_heads", "check_attention_inputs", "check_layer_inputs", "check_model_tokens", "check_src_tgt", "check_same_batch",
-    "check_config", "check_options", "check_batch", "check_label_smoothing", "check_loss_inputs", "check_rate",
-    "check_training_options", "check_training_batch", "check_decoding", "check_copy_task",
-    "check_split", "check_text", "check_vocab_tokens", "check_token_lists", "check_token_list", "check_vocab_id",
-    "check_examples", "check_cache_length", "check_vocabs", "check_checkpoint", "check_file",
-    "check_checkpoint_metadata", "read_checkpoint_metadata", "check_checkpoint_shapes", "as_dtype", "as_device", "check_checkpoint_vocabs", "check_sentences", "check_source_lengths", "check_carried_vocabs",
-    "check_strings", "check_unicode", "check_bleu_inputs", "check_recipe", "check_recipe_fields", "check_training_run",
-    "check_shared_vocab", "check_resumable", "check_shipped_model", "check_one_source", "check_training_state", "check_resume_data", "check_attention_ids", "check_attention_kind",
-    "check_map_labels",
+    "check_heads", "check_attention_inputs", "check_layer_inputs", "check_model_tokens", "check_src_tgt",
+    "check_same_batch", "check_config", "check_options", "check_batch", "check_label_smoothing",
+    "check_loss_inputs", "check_rate", "check_training_options", "check_training_batch", "check_decoding",
+    "check_copy_task", "check_split", "check_text", "check_vocab_tokens", "check_token_lists", "check_token_list",
+    "check_vocab_id", "check_examples", "check_cache_length", "check_vocabs", "check_checkpoint", "check_file",
+    "check_checkpoint_metadata", "read_checkpoint_metadata", "check_checkpoint_shapes", "as_dtype", "as_device",
+    "check_checkpoint_vocabs", "check_sentences", "check_source_lengths", "check_carried_vocabs", "check_strings",
+    "check_unicode", "check_bleu_inputs", "check_recipe", "check_recipe_fields", "check_training_run",
+    "check_shared_vocab", "check_resumable", "check_shipped_model", "check_one_source", "check_training_state",
+    "check_resume_data", "check_attention_ids", "check_attention_kind", "check_map_labels", "check_symbols",
+    "check_search", "check_encoder_decoder",
 ]
 
 

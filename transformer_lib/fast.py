@@ -268,14 +268,18 @@ class FastBeamSearch:
         return F.layer_norm(x + fn(x), x.shape[-1:], w, b, eps)
 
     def _step(self, tokens, t, cache, pending, cross, mask, K):
-        """Logits (N, V) of the next token after `tokens` (N,) at position t; cache[i] holds layer i's keys and values
-        (in self.exact), whose rows `pending` (or None) are the surviving beams; cross[i] the source's, (n, h, Ls, d_k)."""
+        """Logits (N, V) of the next token after `tokens` (N,) at position t.
+
+        cache[i] holds layer i's keys and values (in self.exact), whose rows `pending` (or None) are the surviving
+        beams; cross[i] the source's, (n, h, Ls, d_k).
+        """
         h, N = self.w["n_heads"], tokens.size(0)
         x = self.w["embedding"][tokens] + self.w["positions"][t]  # (N, d_model)
         d = x.size(-1)
         for i, w in enumerate(self.w["layers"]):
             def self_attention(y):
-                q, k, v = F.linear(y, *w["qkv"]).to(self.exact).view(N, 3, h, 1, d // h).unbind(1)  # (N, h, 1, d_k) each
+                qkv = F.linear(y, *w["qkv"]).to(self.exact)  # (N, 3 d_model)
+                q, k, v = qkv.view(N, 3, h, 1, d // h).unbind(1)  # (N, h, 1, d_k) each
                 if cache[i] is not None:  # the surviving beams' keys and values, then this step's
                     k, v = _extend(cache[i][0], k, pending), _extend(cache[i][1], v, pending)
                 cache[i] = (k, v)  # (N, h, t + 1, d_k)
@@ -283,7 +287,7 @@ class FastBeamSearch:
                 return F.linear(a.view(N, d).to(y.dtype), *w["out"])
 
             def cross_attention(y):  # the K beams of a sentence are K queries against its keys and values
-                q = F.linear(y, *w["cross_q"]).to(self.exact).view(N // K, K, h, d // h).transpose(1, 2)  # (n, h, K, d_k)
+                q = F.linear(y, *w["cross_q"]).to(self.exact).view(N // K, K, h, d // h).transpose(1, 2)  # n, h, K, d_k
                 keys, values = cross[i]
                 scores = (q @ keys.transpose(-1, -2)).masked_fill_(~mask, float("-inf"))  # (n, h, K, Ls)
                 a = torch.softmax(scores, dim=-1) @ values  # (n, h, K, d_k)
@@ -308,8 +312,9 @@ def _fast_search(self, src, src_mask, max_len: int, start_symbol: int, end_symbo
     check_model_tokens("src", src, self.encoder[0], src_mask, self.encoder[1])
     memory = self.encoder[1](self.encoder[0](src), src_mask)  # (B, Ls, d_model)
     mask = (src_mask if src_mask is not None else torch.ones_like(src, dtype=torch.bool)).reshape(B, 1, 1, -1)
-    cross = [F.linear(memory, *w["cross_kv"]).to(self.exact).view(B, -1, 2, h, memory.size(-1) // h).permute(2, 0, 3, 1, 4)
-             .contiguous() for w in self.w["layers"]]  # per layer (keys, values), (B, h, Ls, d_k): once per sentence
+    d_k = memory.size(-1) // h
+    cross = [F.linear(memory, *w["cross_kv"]).to(self.exact).view(B, -1, 2, h, d_k).permute(2, 0, 3, 1, 4).contiguous()
+             for w in self.w["layers"]]  # per layer (keys, values), (B, h, Ls, d_k): once per sentence
     sentence = torch.arange(B, device=device)  # which source each group of K rows translates
     tokens = torch.full((B * K,), start_symbol, dtype=torch.long, device=device)
     ys = tokens.view(-1, 1)  # (N, t + 1): every hypothesis so far
@@ -326,14 +331,14 @@ def _fast_search(self, src, src_mask, max_len: int, start_symbol: int, end_symbo
             top_tokens = logits.to(self.exact).max(dim=-1, keepdim=True).indices  # (n, 1)
             top = torch.zeros(top_tokens.shape, dtype=self.exact, device=device)
         else:
-            top, top_tokens = logits.to(self.exact).log_softmax(dim=-1).topk(K, dim=-1)  # (n * K, K): each beam's best K
+            top, top_tokens = logits.to(self.exact).log_softmax(dim=-1).topk(K, dim=-1)  # (n * K, K): each beam's best
         if finished.any():  # a finished hypothesis extends only with </s>, at no cost
             row = torch.full((K,), float("-inf"), dtype=self.exact, device=device)
             row[0] = 0.0
             top = torch.where(finished.unsqueeze(1), row, top)
             top_tokens.masked_fill_(finished.unsqueeze(1), end_symbol)
         scores, flat = (scores.view(-1, 1) + top).view(n, K * K).topk(K, dim=-1)  # (n, K)
-        index = (torch.arange(n, device=device).unsqueeze(1) * K + flat // K).view(-1)  # the beam each survivor extends
+        index = (torch.arange(n, device=device).unsqueeze(1) * K + flat // K).view(-1)  # the beam each one extends
         tokens = top_tokens.view(n, K * K).gather(1, flat).view(-1)  # (n * K,)
         ys = torch.cat([ys[index], tokens.unsqueeze(1)], dim=1)
         finished = finished[index]
@@ -349,9 +354,10 @@ def _fast_search(self, src, src_mask, max_len: int, start_symbol: int, end_symbo
             if not keep.any():
                 break
             index, tokens, ys, lengths, finished = index[rows], tokens[rows], ys[rows], lengths[rows], finished[rows]
-            scores, sentence, mask, cross = scores[keep], sentence[keep], mask[keep], [(k[keep], v[keep]) for k, v in cross]
+            scores, sentence, mask = scores[keep], sentence[keep], mask[keep]
+            cross = [(k[keep], v[keep]) for k, v in cross]
         pending = None if K == 1 and not done.any() else index  # greedy's rows stay in place until one finishes
     return [row[: row.index(end_symbol) + 1] if end_symbol in row else row for row in best]
 
 
-FastBeamSearch.__call__ = _fast_search
+FastBeamSearch.__call__ = _fast_search  # the search is the class's call, written in a cell of its own
