@@ -24,6 +24,7 @@ from transformer_lib import decoding as G
 from transformer_lib import embeddings as E
 from transformer_lib import fast as F
 from transformer_lib import model as M
+from transformer_lib import multi30k as MK
 from transformer_lib import training as T
 from transformer_lib import translation as X
 
@@ -432,26 +433,26 @@ def _(tmp): T.train_copy_task(max_steps=10, eval_every=0, progress=False)
 
 # ---------------------------------------------------------------------------------------------- translation
 @case("load_multi30k(split)", "a split that does not exist", ValueError, "split", "test2016")
-def _(tmp): D.load_multi30k("test")
+def _(tmp): MK.load_multi30k("test")
 
 
-@case("load_multi30k(split, root, download=False)", "no files anywhere and no download", D.DataUnavailable, "MULTI30K_DIR")
+@case("load_multi30k(split, root, download=False)", "no files anywhere and no download", MK.DataUnavailable, "MULTI30K_DIR")
 def _(tmp):
-    search = D.multi30k_dirs  # look only in tmp and an empty cache, whatever this machine has
-    D.multi30k_dirs = lambda root=None: [Path(root), tmp / "cache"]
+    search = MK.multi30k_dirs  # look only in tmp and an empty cache, whatever this machine has
+    MK.multi30k_dirs = lambda root=None: [Path(root), tmp / "cache"]
     try:
-        D.load_multi30k("val", root=tmp, download=False)
+        MK.load_multi30k("val", root=tmp, download=False)
     finally:
-        D.multi30k_dirs = search
+        MK.multi30k_dirs = search
 
 
-@case("load_multi30k(split, root)", "a truncated data file", D.DataUnavailable, "val.de.gz", "sha256 mismatch")
+@case("load_multi30k(split, root)", "a truncated data file", MK.DataUnavailable, "val.de.gz", "sha256 mismatch")
 def _(tmp):
     import gzip
     with gzip.open(tmp / "val.de.gz", "wt", encoding="utf-8") as handle:
         handle.write("Ein Hund.\n")
     (tmp / "val.de.gz").write_bytes((tmp / "val.de.gz").read_bytes()[:-4])
-    D.load_multi30k("val", root=tmp, download=False)
+    MK.load_multi30k("val", root=tmp, download=False)
 
 
 @case("offline_corpus(n)", "n 0", ValueError, "n")
@@ -500,6 +501,55 @@ def _(tmp): D.Vocab.load(tmp / "vocab.json")
 def _(tmp):
     (tmp / "v.json").write_text(tiny_vocab().to_json()[:20])
     D.Vocab.load(tmp / "v.json")
+
+
+@case("learn_bpe(word_counts, n_merges)", "raw sentences instead of counted pre-tokens", TypeError, "word_counts",
+      "Counter")
+def _(tmp): D.learn_bpe(["ein hund", "a dog"], 10)
+
+
+@case("learn_bpe(word_counts, n_merges)", "a count of zero", ValueError, "word_counts['hund▁']", ">= 1")
+def _(tmp): D.learn_bpe({"hund▁": 0}, 10)
+
+
+@case("learn_bpe(word_counts, n_merges)", "a negative number of merges", ValueError, "n_merges")
+def _(tmp): D.learn_bpe({"hund▁": 3}, -1)
+
+
+@case("BPE(merges, alphabet)", "merges from another tokenizer (GPT-2's Ġ marks)", ValueError, "merges[0]", "alphabet")
+def _(tmp): D.BPE([("Ġ", "t"), ("Ġt", "he")], "abcdefghijklmnopqrstuvwxyz ")
+
+
+@case("BPE(merges, alphabet)", "a merge that is not a pair", ValueError, "merges[1]", "pair")
+def _(tmp): D.BPE([("a", "b"), ("ab",)], "ab ")
+
+
+@case("BPE.load(path)", "a merges.txt from another BPE tool", ValueError, "merges.txt", "not a BPE written by BPE.save")
+def _(tmp):
+    (tmp / "merges.txt").write_text("#version: 0.2\nt h\nth e\n")
+    D.BPE.load(tmp / "merges.txt")
+
+
+@case("BPE.load(path)", "a JSON file of another kind (a vocabulary)", ValueError, "bpe.json", "merges")
+def _(tmp):
+    tiny_vocab().save(tmp / "bpe.json")
+    D.BPE.load(tmp / "bpe.json")
+
+
+@case("pre_tokens(tokenizer, text)", "a list of words instead of the text", TypeError, "text", "str")
+def _(tmp): D.pre_tokens(D.Tokenizer("en"), ["a", "dog"])
+
+
+@case("SubwordTokenizer(lang, bpe)", "merges given as a list instead of a BPE", TypeError, "bpe", "BPE")
+def _(tmp): D.SubwordTokenizer("en", [("a", "b")])
+
+
+@case("tokenizer_from_dict(values)", "a dict of another kind", ValueError, "values['kind']", "bpe")
+def _(tmp): D.tokenizer_from_dict({"kind": "sentencepiece", "lang": "en", "lower": True})
+
+
+@case("tokenizer_from_dict(values)", "BPE without its merges", ValueError, "merges")
+def _(tmp): D.tokenizer_from_dict({"kind": "bpe", "lang": "en", "lower": True, "alphabet": "ab "})
 
 
 @case("bucket_batches(examples, max_tokens, pad_idx)", "max_tokens 0", ValueError, "max_tokens")

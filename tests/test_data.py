@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import transformer_lib.data as D
+import transformer_lib.multi30k as M
 from transformer_lib.data import (
     DataUnavailable, Tokenizer, Vocab, bucket_batches, detokenize, encode_pairs, load_multi30k, load_translation_data,
     offline_corpus, padding_fraction,
@@ -29,9 +30,9 @@ def tiny_multi30k(tmp_path, monkeypatch):
         data = gzip.compress(("\n".join(lines) + "\n").encode())
         (folder / name).write_bytes(data)
         files.append((name, hashlib.sha256(data).hexdigest()))
-    monkeypatch.setitem(D.MULTI30K_FILES, "val", tuple(files))
-    monkeypatch.delenv(D.MULTI30K_ENV, raising=False)
-    monkeypatch.setattr(D._pooch(), "os_cache", lambda project: tmp_path / "cache")  # the user cache, in tmp
+    monkeypatch.setitem(M.MULTI30K_FILES, "val", tuple(files))
+    monkeypatch.delenv(M.MULTI30K_ENV, raising=False)
+    monkeypatch.setattr(M._pooch(), "os_cache", lambda project: tmp_path / "cache")  # the user cache, in tmp
     return folder
 
 
@@ -41,7 +42,7 @@ def test_loads_pairs_from_root(tiny_multi30k):
 
 
 def test_environment_variable_is_the_second_place_looked(tiny_multi30k, monkeypatch):
-    monkeypatch.setenv(D.MULTI30K_ENV, str(tiny_multi30k))
+    monkeypatch.setenv(M.MULTI30K_ENV, str(tiny_multi30k))
     assert len(load_multi30k("val", download=False)) == 3
 
 
@@ -60,7 +61,7 @@ def test_failed_download_says_what_to_do(tmp_path, tiny_multi30k, monkeypatch):
     def refuse(*args, **kwargs):
         raise ConnectionError("no network")
 
-    monkeypatch.setattr(D._pooch(), "retrieve", refuse)
+    monkeypatch.setattr(M._pooch(), "retrieve", refuse)
     with pytest.raises(DataUnavailable, match=r"could not download .*val.de.gz \(ConnectionError: no network\).*by hand"):
         load_multi30k("val", root=tmp_path / "empty")
 
@@ -75,10 +76,10 @@ def test_download_goes_through_pooch_with_the_sha256(tmp_path, tiny_multi30k, mo
         target.write_bytes((tiny_multi30k / fname).read_bytes())
         return str(target)
 
-    monkeypatch.setattr(D._pooch(), "retrieve", fake_retrieve)
+    monkeypatch.setattr(M._pooch(), "retrieve", fake_retrieve)
     assert len(load_multi30k("val", root=tmp_path / "empty")) == 3
-    assert calls[0][0] == D.MULTI30K_URL + "val.de.gz"
-    assert calls[0][1] == "sha256:" + D.MULTI30K_FILES["val"][0][1]
+    assert calls[0][0] == M.MULTI30K_URL + "val.de.gz"
+    assert calls[0][1] == "sha256:" + M.MULTI30K_FILES["val"][0][1]
 
 
 def test_unknown_split_is_an_error():

@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 import transformer_lib.data as D
+import transformer_lib.multi30k as M
 import transformer_lib.translation as tr
 from transformer_lib import train as train_cli
 from transformer_lib import translate as translate_cli
@@ -342,7 +343,7 @@ def fake_multi30k(folder: Path, monkeypatch, corrupt: str | None = None) -> None
             if name == corrupt:
                 path.write_bytes(path.read_bytes()[:20])
         files[split] = names
-    monkeypatch.setattr(D, "MULTI30K_FILES", files)
+    monkeypatch.setattr(M, "MULTI30K_FILES", files)
     monkeypatch.delenv("MULTI30K_DIR", raising=False)
 
 

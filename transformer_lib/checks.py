@@ -30,7 +30,7 @@ __all__ = [
     "check_unicode", "check_bleu_inputs", "check_recipe", "check_recipe_fields", "check_training_run",
     "check_shared_vocab", "check_resumable", "check_shipped_model", "check_one_source", "check_training_state",
     "check_resume_data", "check_attention_ids", "check_attention_kind", "check_map_labels", "check_symbols",
-    "check_search", "check_encoder_decoder",
+    "check_search", "check_encoder_decoder", "check_word_counts", "check_bpe", "check_tokenizer_dict",
 ]
 
 
@@ -399,6 +399,54 @@ def check_cache_length(t: int, max_len: int) -> None:
     if t >= max_len:
         raise ValueError(f"cannot decode past the model's max_len={max_len} target positions; "
                          "ask for fewer tokens (max_len) or build the model with a larger max_len")
+
+
+def check_word_counts(word_counts) -> None:
+    """learn_bpe's input: a mapping from pre-token (a non-empty str) to how often it occurs (an int >= 1)."""
+    if not hasattr(word_counts, "items") or isinstance(word_counts, str):
+        raise TypeError(f"word_counts must map each pre-token to its count (a dict or Counter), got "
+                        f"{type(word_counts).__name__}")
+    for word, count in word_counts.items():
+        if not isinstance(word, str) or not word:
+            raise ValueError(f"word_counts keys must be non-empty strings (pre-tokens), got {word!r}")
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise ValueError(f"word_counts[{word!r}] must be a count >= 1, got {count!r}")
+
+
+def check_bpe(merges, alphabet, space: str) -> None:
+    """BPE's merges and alphabet: the alphabet a str of characters (without `space`), each merge a pair of symbols
+    that the alphabet and the merges before it can make (a merge list from another tokenizer fails here)."""
+    if not isinstance(alphabet, str):
+        raise TypeError(f"alphabet must be a str of the characters seen in training, got {type(alphabet).__name__}")
+    if space in alphabet:
+        raise ValueError(f"alphabet must not hold {space!r}, the character that marks a following space")
+    if isinstance(merges, (str, bytes)) or not hasattr(merges, "__iter__"):
+        raise TypeError(f"merges must be a list of (left, right) symbol pairs, got {type(merges).__name__}")
+    known = {*alphabet, *(c + space for c in alphabet)}
+    for i, pair in enumerate(merges):
+        if (isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2
+                or not all(isinstance(s, str) and s for s in pair)):
+            raise ValueError(f"merges[{i}] must be a pair of non-empty symbol strings, got {pair!r}")
+        missing = [s for s in pair if s not in known]
+        if missing:
+            raise ValueError(f"merges[{i}] {tuple(pair)!r} joins {missing[0]!r}, a symbol that neither the alphabet "
+                             "nor an earlier merge makes: these merges were not learned with this alphabet")
+        known.add(pair[0] + pair[1])
+
+
+def check_tokenizer_dict(values) -> None:
+    """tokenizer_from_dict's input: what Tokenizer.to_dict or SubwordTokenizer.to_dict wrote."""
+    if not isinstance(values, dict):
+        raise TypeError(f"values must be a dict written by a tokenizer's to_dict, got {type(values).__name__}")
+    kind = values.get("kind")
+    if kind not in ("words", "bpe"):
+        raise ValueError(f"values['kind'] must be 'words' or 'bpe', got {kind!r}")
+    needed = ("lang", "lower") + (("merges", "alphabet") if kind == "bpe" else ())
+    missing = [k for k in needed if k not in values]
+    if missing:
+        raise ValueError(f"values has no {missing[0]!r}: it was not written by a tokenizer's to_dict")
+    if not isinstance(values["lower"], bool):
+        raise ValueError(f"values['lower'] must be true or false, got {values['lower']!r}")
 
 
 def check_vocabs(model, src_vocab, tgt_vocab) -> None:

@@ -3,17 +3,19 @@
 """Data for translation: the code chapter notebooks/06_data.ipynb builds."""
 
 __all__ = [
-    'MULTI30K_URL',
-    'MULTI30K_ENV',
-    'MULTI30K_FILES',
-    'DataUnavailable',
-    'multi30k_dirs',
-    'load_multi30k',
     'offline_corpus',
     'load_translation_data',
     'Tokenizer',
     'Vocab',
     'detokenize',
+    'SPACE',
+    'pre_tokens',
+    'initial_symbols',
+    'merge_pair',
+    'learn_bpe',
+    'BPE',
+    'SubwordTokenizer',
+    'tokenizer_from_dict',
     'encode_pairs',
     'bucket_batches',
     'pad_batch',
@@ -21,104 +23,25 @@ __all__ = [
 ]
 
 # %% notebooks/06_data.ipynb cell 2
-import gzip
+import heapq
 import json
-import os
 import random
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-from transformer_lib.checks import (check_examples, check_int, check_split, check_text, check_token_list,
-                                    check_token_lists, check_vocab_id, check_vocab_tokens)
-from transformer_lib.files import sha256_of, write_atomically
+from transformer_lib.checks import (check_bpe, check_examples, check_int, check_text, check_token_list,
+                                    check_token_lists, check_tokenizer_dict, check_vocab_id, check_vocab_tokens,
+                                    check_word_counts)
+from transformer_lib.files import write_atomically
+from transformer_lib.multi30k import DataUnavailable, load_multi30k  # finding and verifying the files (hand-written)
 from transformer_lib.training import Batch
 
 
-# %% notebooks/06_data.ipynb cell 4
-MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/"
-MULTI30K_ENV = "MULTI30K_DIR"
-MULTI30K_FILES = {  # split -> ((German file, sha256), (English file, sha256))
-    "train": (("train.de.gz", "726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6"),
-              ("train.en.gz", "d79cfa999dd4c51d2cb42499b6796d5a882c3a8a961923c25a898c90f8bbd56f")),
-    "val": (("val.de.gz", "f0cba2f995189cf5770f29a8a9a537a3ad3f51657ad873405082ff6863a5e75a"),
-            ("val.en.gz", "14f7d25ddd868909a9213e361768460edcacdd6ab9d1e77b92560dc10c10dc28")),
-    "test2016": (("test_2016_flickr.de.gz", "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8"),
-                 ("test_2016_flickr.en.gz", "611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9")),
-}
-
-
-class DataUnavailable(RuntimeError):
-    """Multi30k could not be found locally or downloaded; the message says where to put the files."""
-
-
-def _pooch():
-    import warnings
-
-    with warnings.catch_warnings():  # pooch imports tqdm.auto, which warns in kernels without ipywidgets
-        warnings.simplefilter("ignore")
-        import pooch
-    return pooch
-
-
-def multi30k_dirs(root=None) -> list[Path]:
-    """Where load_multi30k looks, in order: `root`, then $MULTI30K_DIR, then the user cache directory."""
-    dirs = [Path(root)] if root is not None else []
-    if os.environ.get(MULTI30K_ENV):
-        dirs.append(Path(os.environ[MULTI30K_ENV]))
-    return dirs + [Path(_pooch().os_cache("transformer_lib")) / "multi30k"]
-
-
-# %% notebooks/06_data.ipynb cell 6
-def _find_or_fetch(name: str, sha256: str, root, download: bool) -> Path:
-    """The path of one Multi30k file: the first copy found (checked against sha256), else a verified download."""
-    dirs = multi30k_dirs(root)
-    for path in (folder / name for folder in dirs):
-        if path.is_file():
-            if sha256_of(path) != sha256:
-                raise DataUnavailable(
-                    f"{path} is corrupt or not the published file (sha256 mismatch); delete it, or replace it "
-                    f"with the file from {MULTI30K_URL}{name}"
-                )
-            return path
-    where = ", ".join(str(d) for d in dirs)
-    if not download:
-        raise DataUnavailable(f"{name} not found in {where}; put the Multi30k files in one of them "
-                              f"(from {MULTI30K_URL}), or set ${MULTI30K_ENV} to their folder, or pass download=True")
-    try:  # pooch downloads to a temporary file, checks the sha256, then moves it into place
-        pooch = _pooch()
-        return Path(pooch.retrieve(MULTI30K_URL + name, known_hash=f"sha256:{sha256}", fname=name, path=dirs[-1],
-                                   downloader=pooch.HTTPDownloader(timeout=60, progressbar=False)))
-    except Exception as err:  # no network, HTTP error, or a checksum mismatch
-        raise DataUnavailable(
-            f"could not download {MULTI30K_URL}{name} ({type(err).__name__}: {err}). "
-            f"Download the Multi30k task-1 raw files by hand and put them in one of: {where} "
-            f"(or set ${MULTI30K_ENV})"
-        ) from None
-
-
-# %% notebooks/06_data.ipynb cell 8
-def load_multi30k(split: str, root=None, download: bool = True) -> list[tuple[str, str]]:
-    """(German, English) sentence pairs of Multi30k task 1: split "train" (29,000), "val" (1,014), "test2016" (1,000).
-
-    Files are looked for in `root`, then $MULTI30K_DIR, then the user cache directory; missing ones are
-    downloaded into the cache and verified by sha256. Raises DataUnavailable, saying what to do, otherwise.
-    """
-    check_split(split, MULTI30K_FILES)
-    columns = []
-    for name, sha256 in MULTI30K_FILES[split]:  # the German file, then the English one
-        with gzip.open(_find_or_fetch(name, sha256, root, download), "rt", encoding="utf-8") as handle:
-            columns.append([line.rstrip("\n") for line in handle])
-    de, en = columns
-    if len(de) != len(en):
-        raise DataUnavailable(f"Multi30k {split}: {len(de)} German but {len(en)} English lines")
-    return list(zip(de, en))
-
-
-# %% notebooks/06_data.ipynb cell 10
+# %% notebooks/06_data.ipynb cell 5
 _SUBJECTS = [  # (German noun, English noun, gender: m, f, n or p for plural)
     ("Mann", "man", "m"), ("Hund", "dog", "m"), ("Junge", "boy", "m"), ("Radfahrer", "cyclist", "m"),
     ("Frau", "woman", "f"), ("Katze", "cat", "f"), ("Person", "person", "f"), ("Sängerin", "singer", "f"),
@@ -140,7 +63,7 @@ _EXTRAS = [("", ""), ("mit einem Ball", "with a ball"), ("mit einem Freund", "wi
 _ARTICLE = {"m": ("Ein", "er"), "f": ("Eine", "e"), "n": ("Ein", "es"), "p": ("Zwei", "e")}  # article, ending
 
 
-# %% notebooks/06_data.ipynb cell 12
+# %% notebooks/06_data.ipynb cell 7
 def offline_corpus(n: int, seed: int = 0) -> list[tuple[str, str]]:
     """n (German, English) pairs from a small grammar the book ships, for when Multi30k is unavailable.
 
@@ -179,7 +102,7 @@ def load_translation_data(split: str, root=None, download: bool = True, offline_
         return offline_corpus(sizes[split], seed=seeds[split]), note
 
 
-# %% notebooks/06_data.ipynb cell 17
+# %% notebooks/06_data.ipynb cell 12
 class Tokenizer:
     """spaCy's rule-based tokenizer for a language (no model download), with optional lowercasing.
 
@@ -203,8 +126,16 @@ class Tokenizer:
         text = text.lower() if self.lower else text
         return [t.text for t in self._nlp.tokenizer(text) if not t.is_space]
 
+    def detokenize(self, tokens: list[str]) -> str:
+        """Tokens back into text, by section 3's detokenize."""
+        return detokenize(tokens)
 
-# %% notebooks/06_data.ipynb cell 20
+    def to_dict(self) -> dict:
+        """What a checkpoint stores to make this tokenizer again (tokenizer_from_dict)."""
+        return {"kind": "words", "lang": self.lang, "lower": self.lower}
+
+
+# %% notebooks/06_data.ipynb cell 15
 class Vocab:
     """Token <-> id, with the specials <unk> 0, <pad> 1, <s> 2, </s> 3. Build it from the training split only."""
     UNK, PAD, BOS, EOS = SPECIALS = ("<unk>", "<pad>", "<s>", "</s>")
@@ -266,7 +197,7 @@ class Vocab:
                              f"({err})") from None
 
 
-# %% notebooks/06_data.ipynb cell 26
+# %% notebooks/06_data.ipynb cell 21
 _NO_SPACE_BEFORE = re.compile(r" ([.,!?;:%)\]}]|n't\b|'(?:s|re|ve|m|ll|d)\b)")
 _NO_SPACE_AFTER = re.compile(r"([(\[{]) ")
 _HYPHEN = re.compile(r"(\w) - (?=\w)")
@@ -280,7 +211,180 @@ def detokenize(tokens: list[str]) -> str:
     return text[:1].upper() + text[1:]
 
 
-# %% notebooks/06_data.ipynb cell 29
+# %% notebooks/06_data.ipynb cell 24
+SPACE = "\u2581"  # "▁", the mark of a token that a space follows
+
+
+def pre_tokens(tokenizer: Tokenizer, text: str) -> list[str]:
+    """spaCy's tokens of text, spaces included, each with SPACE appended if a space follows it: joined, and SPACE read
+    as a space, they are the (lowercased) text again. A token holding SPACE itself becomes <unk>."""
+    check_text(text)
+    text = text.lower() if tokenizer.lower else text
+    tokens = tokenizer._nlp.tokenizer(text)
+    return [Vocab.UNK if SPACE in t.text else t.text + (SPACE if t.whitespace_ else "") for t in tokens]
+
+
+def initial_symbols(word: str) -> list[str]:
+    """A pre-token as BPE starts from it: one symbol per character, the last one carrying the word's SPACE.
+
+        >>> initial_symbols("dog▁")
+        ['d', 'o', 'g▁']
+    """
+    return [*word[:-2], word[-2:]] if len(word) > 1 and word.endswith(SPACE) else list(word)
+
+
+def merge_pair(symbols: list[str], pair: tuple[str, str]) -> list[str]:
+    """symbols with every occurrence of the adjacent pair, left to right, joined into one symbol."""
+    out, i = [], 0
+    while i < len(symbols):
+        if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair:
+            out.append(symbols[i] + symbols[i + 1])
+            i += 2
+        else:
+            out.append(symbols[i])
+            i += 1
+    return out
+
+
+# %% notebooks/06_data.ipynb cell 26
+def learn_bpe(word_counts: dict, n_merges: int) -> list[tuple[str, str]]:
+    """The first n_merges merges BPE learns from {pre-token: count}, in the order learned (fewer if no pair
+    is left). Each is the most frequent adjacent pair of symbols at its turn; ties go to the smaller pair."""
+    check_word_counts(word_counts)
+    check_int("n_merges", n_merges, low=0)
+    words = [initial_symbols(w) for w in word_counts]
+    freq = list(word_counts.values())
+    pairs, where = Counter(), defaultdict(set)  # pair -> its count; pair -> the pre-tokens that hold it
+    for i, symbols in enumerate(words):
+        for pair in zip(symbols, symbols[1:]):
+            pairs[pair] += freq[i]
+            where[pair].add(i)
+    heap = [(-count, pair) for pair, count in pairs.items()]
+    heapq.heapify(heap)
+    merges = []
+    while heap and len(merges) < n_merges:
+        count, pair = heapq.heappop(heap)
+        if -count != pairs.get(pair):
+            continue  # stale: the pair's count changed after this entry was pushed
+        merges.append(pair)
+        changed = set()
+        for i in where.pop(pair):
+            before = list(zip(words[i], words[i][1:]))
+            words[i] = merge_pair(words[i], pair)
+            after = list(zip(words[i], words[i][1:]))
+            for p in before:
+                pairs[p] -= freq[i]
+            for p in after:
+                pairs[p] += freq[i]
+                where[p].add(i)
+            changed.update(before, after)
+        for p in changed:
+            if pairs[p] > 0:
+                heapq.heappush(heap, (-pairs[p], p))
+            else:
+                del pairs[p]  # gone from every pre-token: the merged pair itself, among others
+    return merges
+
+
+# %% notebooks/06_data.ipynb cell 31
+class BPE:
+    """Byte-pair encoding: merges learned from pre-tokens, replayed to cut a pre-token into symbols.
+
+    Args:
+        merges: (left, right) symbol pairs, in the order learned (learn_bpe).
+        alphabet: the characters of the training text; each is a symbol alone and with SPACE.
+    """
+
+    def __init__(self, merges, alphabet: str):
+        check_bpe(merges, alphabet, SPACE)
+        self.merges, self.alphabet = [tuple(m) for m in merges], "".join(sorted(set(alphabet)))
+        self.rank = {pair: i for i, pair in reversed(list(enumerate(self.merges)))}  # a pair learned twice: its first
+        self._cache = {}
+
+    @classmethod
+    def learn(cls, word_counts: dict, n_merges: int) -> "BPE":
+        """Merges and alphabet from {pre-token: count} (pre_tokens of the training sentences)."""
+        merges = learn_bpe(word_counts, n_merges)
+        return cls(merges, "".join({c for w in word_counts for c in w if c != SPACE} | {" "}))
+
+    def encode_word(self, word: str) -> list[str]:
+        """A pre-token's symbols: while an adjacent pair is a merge, join the one learned first."""
+        if word not in self._cache:
+            symbols = initial_symbols(word)
+            while len(symbols) > 1:
+                pair = min(zip(symbols, symbols[1:]), key=lambda p: self.rank.get(p, len(self.merges)))
+                if pair not in self.rank:
+                    break
+                symbols = merge_pair(symbols, pair)
+            if len(self._cache) > 200_000:  # a long-running translator meets endless new words
+                self._cache.clear()
+            self._cache[word] = symbols
+        return self._cache[word]
+
+    @property
+    def symbols(self) -> list[str]:
+        """Every symbol encoding can produce from the alphabet, characters first, then each merge's result."""
+        found = dict.fromkeys([*self.alphabet, *(c + SPACE for c in self.alphabet), *(a + b for a, b in self.merges)])
+        return [s for s in found if s not in Vocab.SPECIALS]
+
+    def vocab(self) -> Vocab:
+        return Vocab([*Vocab.SPECIALS, *self.symbols])
+
+    def to_dict(self) -> dict:
+        return {"merges": [list(m) for m in self.merges], "alphabet": self.alphabet}
+
+    def save(self, path) -> None:
+        write_atomically(path, lambda tmp: tmp.write_text(json.dumps(self.to_dict(), ensure_ascii=False), "utf-8"))
+
+    @classmethod
+    def load(cls, path) -> "BPE":
+        try:
+            values = json.loads(Path(path).read_text(encoding="utf-8"))
+            return cls(values["merges"], values["alphabet"])
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as err:
+            raise ValueError(f"{path} is not a BPE written by BPE.save ({type(err).__name__}: {err})") from None
+
+
+# %% notebooks/06_data.ipynb cell 33
+class SubwordTokenizer(Tokenizer):
+    """Tokenizer followed by BPE: a sentence becomes the symbols of its pre-tokens, and decode() undoes it exactly.
+
+    Example:
+        >>> tok = SubwordTokenizer("en", bpe)
+        >>> tok.decode(tok("A dog runs.")) == "a dog runs."
+        True
+    """
+
+    def __init__(self, lang: str, bpe: BPE, lower: bool = True):
+        super().__init__(lang, lower)
+        if not isinstance(bpe, BPE):
+            raise TypeError(f"bpe must be a BPE (BPE.learn, or BPE(merges, alphabet)), got {type(bpe).__name__}")
+        self.bpe = bpe
+
+    def __call__(self, text: str) -> list[str]:
+        return [s for w in pre_tokens(self, text) for s in ([w] if w == Vocab.UNK else self.bpe.encode_word(w))]
+
+    def decode(self, tokens: list[str]) -> str:
+        """The text the tokens spell: joined, SPACE read as a space, the specials left out."""
+        return "".join(t for t in tokens if t not in Vocab.SPECIALS).replace(SPACE, " ")
+
+    def detokenize(self, tokens: list[str]) -> str:
+        text = self.decode(tokens).strip()
+        return text[:1].upper() + text[1:]
+
+    def to_dict(self) -> dict:
+        return {**super().to_dict(), "kind": "bpe", **self.bpe.to_dict()}
+
+
+def tokenizer_from_dict(values: dict) -> Tokenizer:
+    """The Tokenizer or SubwordTokenizer whose to_dict() gave `values`."""
+    check_tokenizer_dict(values)
+    if values["kind"] == "words":
+        return Tokenizer(values["lang"], values["lower"])
+    return SubwordTokenizer(values["lang"], BPE(values["merges"], values["alphabet"]), values["lower"])
+
+
+# %% notebooks/06_data.ipynb cell 39
 def encode_pairs(pairs, src_tok, tgt_tok, src_vocab: Vocab, tgt_vocab: Vocab):
     """Tokenize and number every pair: source ids, and target ids wrapped in <s> ... </s>."""
     return [(src_vocab.encode(src_tok(de)), tgt_vocab.encode(tgt_tok(en), add_bos_eos=True)) for de, en in pairs]
@@ -311,7 +415,7 @@ def bucket_batches(examples, max_tokens: int, pad_idx: int, shuffle: bool = True
     return [pad_batch([examples[i] for i in group], pad_idx) for group in groups]
 
 
-# %% notebooks/06_data.ipynb cell 31
+# %% notebooks/06_data.ipynb cell 41
 def pad_batch(examples, pad_idx: int) -> Batch:
     """A Batch from (source ids, target ids) examples, each side padded to its longest sequence."""
     check_examples(examples)

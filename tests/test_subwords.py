@@ -1,0 +1,150 @@
+"""Byte-pair encoding (chapter 6, section 4): the learner against a from-scratch recount, encoding against replaying
+every merge in order, and the exact way back from subwords to text, property-tested."""
+import random
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from transformer_lib.data import (BPE, SPACE, SubwordTokenizer, Tokenizer, Vocab, initial_symbols, learn_bpe,
+                                  merge_pair, offline_corpus, pre_tokens, tokenizer_from_dict)
+
+
+def naive_learn(word_counts: dict, n_merges: int) -> list:
+    """BPE as the textbook states it: count every pair again before every merge."""
+    words = {w: initial_symbols(w) for w in word_counts}
+    merges = []
+    for _ in range(n_merges):
+        pairs = Counter()
+        for w, symbols in words.items():
+            for pair in zip(symbols, symbols[1:]):
+                pairs[pair] += word_counts[w]
+        if not pairs:
+            break
+        best = min(pairs, key=lambda p: (-pairs[p], p))
+        merges.append(best)
+        words = {w: merge_pair(s, best) for w, s in words.items()}
+    return merges
+
+
+def replay(word: str, merges) -> list[str]:
+    """A pre-token encoded by applying every merge, in the order learned."""
+    symbols = initial_symbols(word)
+    for pair in merges:
+        symbols = merge_pair(symbols, pair)
+    return symbols
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    de, en = Tokenizer("de"), Tokenizer("en")
+    pairs = offline_corpus(400, seed=1)
+    counts = Counter(w for a, b in pairs for w in [*pre_tokens(de, a), *pre_tokens(en, b)])
+    rng = random.Random(0)  # and made-up words, so that rare pairs and ties occur
+    for _ in range(300):
+        counts["".join(rng.choice("abcdeäöß") for _ in range(rng.randint(1, 9))) + rng.choice(["", SPACE])] += 1
+    return counts
+
+
+@pytest.fixture(scope="module")
+def bpe(corpus):
+    return BPE.learn(corpus, 300)
+
+
+def test_incremental_learner_equals_recounting_every_pair_before_every_merge(corpus):
+    assert learn_bpe(corpus, 300) == naive_learn(corpus, 300)
+
+
+def test_merges_do_not_depend_on_the_order_of_the_counts(corpus):
+    items = list(corpus.items())
+    random.Random(3).shuffle(items)
+    assert learn_bpe(dict(items), 200) == learn_bpe(corpus, 200)
+
+
+def test_learning_stops_when_no_pair_is_left():
+    assert learn_bpe({"ab": 2}, 10) == [("a", "b")]
+    assert learn_bpe({"a": 5}, 10) == []
+
+
+def test_encoding_equals_replaying_every_merge_in_order(corpus, bpe):
+    rng = random.Random(1)
+    unseen = ["".join(rng.choice("abcdeäößxyz ") for _ in range(rng.randint(1, 12))) for _ in range(300)]
+    for word in [*corpus, *unseen, *(w + SPACE for w in unseen)]:
+        assert bpe.encode_word(word) == replay(word, bpe.merges), word
+
+
+def test_every_training_pre_token_is_fewer_symbols_than_characters_or_equal(corpus, bpe):
+    assert all(len(bpe.encode_word(w)) <= len(initial_symbols(w)) for w in corpus)
+    assert sum(len(bpe.encode_word(w)) * c for w, c in corpus.items()) < sum(len(w) * c for w, c in corpus.items())
+
+
+def test_vocabulary_holds_every_character_alone_and_with_space_and_every_merge(bpe):
+    vocab = bpe.vocab()
+    assert vocab.itos[:4] == list(Vocab.SPECIALS)
+    for c in bpe.alphabet:
+        assert c in vocab.stoi and c + SPACE in vocab.stoi
+    assert all(a + b in vocab.stoi for a, b in bpe.merges)
+    assert len(vocab) == 4 + len(set(bpe.symbols))
+
+
+TEXT_CHARS = "abcdefghijklmnopqrstuvwxyzäöüß .,!?'-()0123"
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet=TEXT_CHARS, max_size=60))
+def test_any_text_over_the_training_characters_decodes_to_itself_without_unk(text):
+    tok = _text_tokenizer()
+    vocab = tok.bpe.vocab()
+    ids = vocab.encode(tok(text))
+    assert vocab.unk_idx not in ids
+    assert tok.decode(vocab.decode(ids)) == text
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(alphabet="ABCDEFGHÄÖÜabc  .", max_size=40))
+def test_uppercase_text_decodes_to_its_lowercase(text):
+    assert _text_tokenizer().decode(_text_tokenizer()(text)) == text.lower()
+
+
+_TOKENIZER = []
+
+
+def _text_tokenizer() -> SubwordTokenizer:
+    """A tokenizer whose BPE saw every character of TEXT_CHARS (a few sentences of them), built once."""
+    if not _TOKENIZER:
+        en = Tokenizer("en")
+        rng = random.Random(0)
+        sentences = ["".join(rng.choice(TEXT_CHARS) for _ in range(50)) for _ in range(200)]
+        counts = Counter(w for s in sentences for w in pre_tokens(en, s))
+        _TOKENIZER.append(SubwordTokenizer("en", BPE.learn(counts, 150)))
+    return _TOKENIZER[0]
+
+
+def test_a_character_never_seen_is_unk_and_a_literal_space_mark_never_becomes_a_space():
+    tok = _text_tokenizer()
+    vocab = tok.bpe.vocab()
+    ids = vocab.encode(tok("a € b"))
+    assert ids.count(vocab.unk_idx) == 1
+    pieces = tok(f"a{SPACE}b c")
+    assert pieces.count(Vocab.UNK) == 1
+    assert tok.decode(pieces) == "ab c"  # the mark is unknown and left out; it does not become a space
+
+
+def test_detokenize_trims_and_capitalizes_like_the_word_tokenizer():
+    tok = _text_tokenizer()
+    assert tok.detokenize(tok("a dog. ")) == "A dog."
+    assert Tokenizer("en").detokenize(["a", "dog", "."]) == "A dog."
+
+
+def test_tokenizers_come_back_from_to_dict_and_bpe_from_its_file(tmp_path, bpe):
+    sub = SubwordTokenizer("de", bpe, lower=False)
+    again = tokenizer_from_dict(sub.to_dict())
+    assert isinstance(again, SubwordTokenizer) and again.lower is False and again.lang == "de"
+    assert again.bpe.merges == bpe.merges and again.bpe.alphabet == bpe.alphabet
+    words = tokenizer_from_dict(Tokenizer("en").to_dict())
+    assert type(words) is Tokenizer and words("A dog.") == ["a", "dog", "."]
+    bpe.save(tmp_path / "bpe.json")
+    loaded = BPE.load(tmp_path / "bpe.json")
+    text = "ein kleiner hund läuft im schnee."
+    assert SubwordTokenizer("de", loaded)(text) == SubwordTokenizer("de", bpe)(text)
