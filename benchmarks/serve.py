@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from transformer_lib.data import Tokenizer, load_multi30k
+from transformer_lib.data import load_multi30k
 from transformer_lib.decoding import translate_tokens
 from transformer_lib.fast import FastBeamSearch, cpu_has_bf16
 from transformer_lib.runtime import machine, torch_threads
@@ -49,7 +49,7 @@ def main(argv=None) -> int:
 def _run(args) -> int:
     path = find_checkpoint(args.checkpoint)
     model, src_vocab, tgt_vocab, _ = load_model(path, "cpu")
-    tok = Tokenizer("de", lower=getattr(model, "lower", True))
+    tok = model.tokenizers[0]  # words or subwords, as the checkpoint says
     pairs = load_multi30k("test2016")
     sources, references = [de for de, _ in pairs], [en for _, en in pairs]
     timed = sources[: args.sentences]
@@ -86,7 +86,7 @@ def _run(args) -> int:
     print(f"\n{'variant':<44} {'sentences/s':>12} {'spread':>7} {'sacreBLEU':>10} {'tokenized':>10} {'same':>6}")
     for name, secs in seconds.items():
         med = statistics.median(secs)
-        score = bleu(outputs[name], references)
+        score = bleu(outputs[name], references, tgt_tok=model.tokenizers[1])
         spread = (max(secs) - min(secs)) / 2 / med
         mode = name[name.rindex("(") :]  # "(greedy)" or "(beam 5)"
         same = sum(a == b for a, b in zip(outputs[name], outputs[f"ours {mode}"]))  # as chapter 7's decoding

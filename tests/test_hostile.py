@@ -95,6 +95,14 @@ HOSTILE = {
     "positional tables of 10^9 positions": ({"config": json.dumps({**CONFIG, "max_len": 10 ** 9})},
                                             "positional tables of 32,000,000,000 values .max_len=1000000000"),
     "no vocabularies": ({"src_vocab": None, "tgt_vocab": None}, "lacks src_vocab, tgt_vocab"),
+    "tokenizers that are not JSON": ({"tokenizers": "[{"}, "its tokenizers is not valid JSON"),
+    "one tokenizer for two languages": ({"tokenizers": json.dumps([{"kind": "words", "lang": "de", "lower": True}])},
+                                        "its tokenizers must be a list of two"),
+    "a tokenizer of an unknown kind": ({"tokenizers": json.dumps([{"kind": "wordpiece", "lang": "de", "lower": True}] * 2)},
+                                       "its German tokenizer is not valid .*'words' or 'bpe'"),
+    "merges of another model": ({"tokenizers": json.dumps([{"kind": "bpe", "lang": "de", "lower": True,
+                                                            "merges": [["a", "b"]], "alphabet": "ab "}] * 2)},
+                                "its German BPE makes 11 symbols that are not its vocabulary of 13 tokens"),
 }
 
 

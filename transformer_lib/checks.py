@@ -31,6 +31,7 @@ __all__ = [
     "check_shared_vocab", "check_resumable", "check_shipped_model", "check_one_source", "check_training_state",
     "check_resume_data", "check_attention_ids", "check_attention_kind", "check_map_labels", "check_symbols",
     "check_search", "check_encoder_decoder", "check_word_counts", "check_bpe", "check_tokenizer_dict",
+    "read_checkpoint_tokenizers",
 ]
 
 
@@ -533,6 +534,29 @@ def read_checkpoint_metadata(path, metadata: dict, tensors: dict):
     return config, vocabs[0], vocabs[1], info
 
 
+def read_checkpoint_tokenizers(path, metadata: dict, src_vocab, tgt_vocab, lower: bool, from_dict) -> tuple:
+    """A checkpoint's (German, English) tokenizers, made by `from_dict` (chapter 6's tokenizer_from_dict); whole words
+    for a checkpoint written before tokenizers were stored. ValueError naming the file if the entry is not two
+    tokenizers, or if a subword tokenizer's symbols are not its vocabulary."""
+    if "tokenizers" not in metadata:
+        return from_dict({"kind": "words", "lang": "de", "lower": lower}), from_dict({"kind": "words", "lang": "en",
+                                                                                    "lower": lower})
+    values = _json(path, "tokenizers", metadata["tokenizers"], list)
+    if len(values) != 2:
+        raise ValueError(f"{path}: its tokenizers must be a list of two (German, English), got {len(values)}")
+    tokenizers = []
+    for name, value, vocab in (("German", values[0], src_vocab), ("English", values[1], tgt_vocab)):
+        try:
+            tokenizer = from_dict(value)
+        except (ValueError, TypeError) as err:
+            raise ValueError(f"{path}: its {name} tokenizer is not valid ({err})") from None
+        if hasattr(tokenizer, "bpe") and tokenizer.bpe.vocab().itos != vocab.itos:
+            raise ValueError(f"{path}: its {name} BPE makes {len(tokenizer.bpe.vocab()):,} symbols that are not its "
+                             f"vocabulary of {len(vocab):,} tokens: the merges belong to another model")
+        tokenizers.append(tokenizer)
+    return tuple(tokenizers)
+
+
 def check_checkpoint_shapes(path, config, tensors: dict) -> None:
     """The model `config` describes, built on the meta device (no memory), must have the file's tensors' names and
     shapes, and its positional tables must not dwarf the file's weights."""
@@ -658,8 +682,8 @@ def check_recipe(r) -> None:
     for name in ("n_layers", "d_model", "d_ff", "n_heads", "min_freq", "max_tokens", "epochs", "warmup",
                  "accum_steps", "beam_size", "average_last", "bleu_every"):
         check_int(name, getattr(r, name))
-    for name in ("train_pairs", "eval_pairs"):
-        if getattr(r, name) is not None:
+    for name in ("train_pairs", "eval_pairs", "subwords"):
+        if getattr(r, name, None) is not None:
             check_int(name, getattr(r, name))
     check_int("seed", r.seed, low=0)
     if r.seed >= 2**32:

@@ -15,6 +15,7 @@ __all__ = [
     'learn_bpe',
     'BPE',
     'SubwordTokenizer',
+    'subword_tokenizers',
     'tokenizer_from_dict',
     'encode_pairs',
     'bucket_batches',
@@ -374,6 +375,16 @@ class SubwordTokenizer(Tokenizer):
 
     def to_dict(self) -> dict:
         return {**super().to_dict(), "kind": "bpe", **self.bpe.to_dict()}
+
+
+def subword_tokenizers(pairs, n_merges: int, shared: bool = True, lower: bool = True):
+    """German and English SubwordTokenizers whose BPE is learned from the (German, English) training pairs: one BPE
+    for both languages if shared, else one each."""
+    tokenizers = Tokenizer("de", lower), Tokenizer("en", lower)
+    counts = [Counter(w for pair in pairs for w in pre_tokens(tok, pair[side]) if w != Vocab.UNK)
+              for side, tok in enumerate(tokenizers)]
+    bpes = [BPE.learn(counts[0] + counts[1], n_merges)] * 2 if shared else [BPE.learn(c, n_merges) for c in counts]
+    return tuple(SubwordTokenizer(tok.lang, bpe, lower) for tok, bpe in zip(tokenizers, bpes))
 
 
 def tokenizer_from_dict(values: dict) -> Tokenizer:

@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--beam and --limit must be positive")
     from transformer_lib.train import _device
     from transformer_lib.translate import find_checkpoint, load_model
-    from transformer_lib.data import DataUnavailable, Tokenizer, load_multi30k
+    from transformer_lib.data import DataUnavailable, load_multi30k
     from transformer_lib.translation import evaluate_bleu
 
     path = find_checkpoint(args.checkpoint)
@@ -36,8 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     except DataUnavailable as err:
         raise SystemExit(f"error: {err}") from None
     start = time.perf_counter()
-    score = evaluate_bleu(model, pairs, Tokenizer("de", lower=model.lower), src_vocab, tgt_vocab, args.beam,
-                          args.length_penalty, model.lower)
+    src_tok, tgt_tok = model.tokenizers  # words or subwords, as the checkpoint says
+    score = evaluate_bleu(model, pairs, src_tok, src_vocab, tgt_vocab, args.beam, args.length_penalty, model.lower,
+                          tgt_tok)
     print(f"{path}, Multi30k {args.split} ({len(pairs):,} pairs), beam {args.beam}, "
           f"{time.perf_counter() - start:.0f}s:")
     print(f"  sacreBLEU                {score.sacrebleu:6.2f}   {score.signature}")

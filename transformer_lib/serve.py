@@ -107,7 +107,8 @@ def to_ctranslate2(model, src_vocab, tgt_vocab, out_dir, quantization: str | Non
     """Write `model` (an EncoderDecoder of this book) as a CTranslate2 model folder; returns the folder.
 
     quantization: None (float32) or any type CTranslate2 takes ("int8", "int8_float32", "float16", ...).
-    The folder also holds transformer_lib.json: the tokenizer settings the model needs.
+    The folder also holds transformer_lib.json: the tokenizers the model needs (the ones it carries after
+    load_checkpoint, else whole words, lowercased if `lower`).
     """
     from transformer_lib.checks import check_vocabs
     from transformer_lib.files import write_atomically
@@ -125,6 +126,8 @@ def to_ctranslate2(model, src_vocab, tgt_vocab, out_dir, quantization: str | Non
     out.mkdir(parents=True, exist_ok=True)
     spec.save(str(out))
     settings = {"lower": lower, "max_len": model.config.max_len, "quantization": quantization or "float32"}
+    if getattr(model, "tokenizers", None) is not None:  # what load_checkpoint attaches: words or subwords
+        settings["tokenizers"] = [t.to_dict() for t in model.tokenizers]
     write_atomically(out / "transformer_lib.json",
                      lambda tmp: tmp.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8"))
     return out
@@ -134,7 +137,7 @@ class CTranslate2Model:
     """A CTranslate2 model folder written by to_ctranslate2, translating raw German text like translate()."""
 
     def __init__(self, folder, device: str = "cpu", compute_type: str = "default", threads: int = 1):
-        from transformer_lib.data import Tokenizer
+        from transformer_lib.data import Tokenizer, tokenizer_from_dict
 
         folder = Path(folder)
         if not (folder / "transformer_lib.json").is_file():
@@ -143,7 +146,10 @@ class CTranslate2Model:
         self.settings = json.loads((folder / "transformer_lib.json").read_text(encoding="utf-8"))
         self.translator = _ctranslate2().Translator(str(folder), device=device, compute_type=compute_type,
                                                     intra_threads=threads)
-        self.tokenizer = Tokenizer("de", lower=self.settings["lower"])
+        if "tokenizers" in self.settings:
+            self.tokenizer, self.tgt_tokenizer = (tokenizer_from_dict(t) for t in self.settings["tokenizers"])
+        else:  # a folder exported before tokenizers were stored: whole words
+            self.tokenizer, self.tgt_tokenizer = (Tokenizer(lang, self.settings["lower"]) for lang in ("de", "en"))
 
     def translate_tokens(self, sentences: list[str], beam_size: int = 5, length_penalty: float = 0.6,
                          batch_size: int = 64) -> list[list[str]]:
@@ -167,10 +173,8 @@ class CTranslate2Model:
 
     def translate(self, sentence, beam_size: int = 5, length_penalty: float = 0.6):
         """English text for a German sentence (or a list of them)."""
-        from transformer_lib.data import detokenize
-
         single = isinstance(sentence, str)
-        texts = [detokenize(t) for t in self.translate_tokens([sentence] if single else sentence, beam_size,
+        texts = [self.tgt_tokenizer.detokenize(t) for t in self.translate_tokens([sentence] if single else sentence, beam_size,
                                                               length_penalty)]
         return texts[0] if single else texts
 

@@ -126,7 +126,7 @@ def _multi30k(args: argparse.Namespace, rank: int, world: int) -> int:
     if rank != 0:
         return 0
     test = evaluate_bleu(run.model, data.test, data.src_tok, data.src_vocab, data.tgt_vocab, recipe.beam_size,
-                         recipe.length_penalty, recipe.lower)
+                         recipe.length_penalty, recipe.lower, data.tgt_tok)
     print(f"kept: {run.scores['kept']}; test2016 ({len(data.test):,} pairs), beam {recipe.beam_size}: {test}")
     print(f"model: {run.path}")
     return 0

@@ -34,7 +34,8 @@ import torch
 from torch import nn
 
 from transformer_lib import checks  # one line per entry point: its inputs, checked (checks.py)
-from transformer_lib.data import Tokenizer, Vocab, bucket_batches, detokenize, encode_pairs, load_translation_data
+from transformer_lib.data import (SubwordTokenizer, Tokenizer, Vocab, bucket_batches, detokenize, encode_pairs,
+                                  load_translation_data, subword_tokenizers, tokenizer_from_dict)
 from transformer_lib.decoding import translate_tokens
 from transformer_lib.files import (load_tensors, read_safetensors, read_training_state, restore_training_state,
                                    save_training_state, write_safetensors)
@@ -58,7 +59,8 @@ class Recipe:
     norm_first: bool = True
     # the data (chapter 6)
     shared_vocab: bool = True  # one vocabulary for both languages, and one embedding table for encoder, decoder, generator
-    min_freq: int = 2
+    subwords: int | None = None  # BPE merges learned from train (chapter 6); None: whole words
+    min_freq: int = 2  # whole words: the fewest times a word is seen to get an id
     lower: bool = True
     train_pairs: int | None = None  # the first n training pairs (None: all)
     eval_pairs: int | None = None  # the first n validation and test pairs (None: all)
@@ -122,9 +124,12 @@ def prepare_data(recipe: Recipe, root=None, download: bool = True) -> Translatio
         load_translation_data(split, root, download) for split in ("train", "val", "test2016"))
     checks.check_one_source({"train": source, "val": val_source, "test2016": test_source})  # never a mix
     train, val, test = train[: recipe.train_pairs], val[: recipe.eval_pairs], test[: recipe.eval_pairs]
-    src_tok, tgt_tok = Tokenizer("de", lower=recipe.lower), Tokenizer("en", lower=recipe.lower)
+    src_tok, tgt_tok = (subword_tokenizers(train, recipe.subwords, recipe.shared_vocab, recipe.lower) if recipe.subwords
+                        else (Tokenizer("de", lower=recipe.lower), Tokenizer("en", lower=recipe.lower)))
     src_sents, tgt_sents = [src_tok(de) for de, _ in train], [tgt_tok(en) for _, en in train]
-    if recipe.shared_vocab:
+    if recipe.subwords:  # every symbol the BPE can produce gets an id
+        src_vocab, tgt_vocab = src_tok.bpe.vocab(), tgt_tok.bpe.vocab()
+    elif recipe.shared_vocab:
         src_vocab = tgt_vocab = Vocab.build(src_sents + tgt_sents, min_freq=recipe.min_freq)
     else:
         src_vocab = Vocab.build(src_sents, min_freq=recipe.min_freq)
@@ -135,9 +140,9 @@ def prepare_data(recipe: Recipe, root=None, download: bool = True) -> Translatio
 
 # %% notebooks/08_translation.ipynb cell 13
 def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab, dtype: torch.dtype | None = None,
-                    **info) -> Path:
+                    tokenizers: tuple | None = None, **info) -> Path:
     """Write one .safetensors file: the weights (a tied tensor once), and as metadata the model's ModelConfig,
-    both vocabularies and `info` (JSON-serializable, e.g. step and validation loss).
+    both vocabularies, both tokenizers (default: whole words) and `info` (JSON, e.g. step and validation loss).
 
     `dtype` (e.g. torch.float16 or "float16") stores the weights in that type, half the size for float16; load_checkpoint
     turns them back into the model's float32. The file is written atomically and carries a sha256 of its
@@ -146,8 +151,9 @@ def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab, dtype: torc
     from safetensors.torch import save_model
 
     checks.check_checkpoint(model, src_vocab, tgt_vocab, info)
-    metadata = {"config": model.config.to_json(), "src_vocab": src_vocab.to_json(),
-                "tgt_vocab": tgt_vocab.to_json(), "info": json.dumps(info)}
+    tokenizers = tokenizers or (Tokenizer("de", info.get("lower", True)), Tokenizer("en", info.get("lower", True)))
+    metadata = {"config": model.config.to_json(), "src_vocab": src_vocab.to_json(), "tgt_vocab": tgt_vocab.to_json(),
+                "tokenizers": json.dumps([t.to_dict() for t in tokenizers], ensure_ascii=False), "info": json.dumps(info)}
     if dtype is not None:
         model = copy.deepcopy(model).to(checks.as_dtype("dtype", dtype))
     return write_safetensors(path, lambda tmp, meta: save_model(model, str(tmp), meta), metadata)
@@ -164,12 +170,14 @@ def load_checkpoint(path, device="cpu"):
     checks.check_file(path)
     tensors, metadata = read_safetensors(path)  # the file read once, checked against its sha256
     config, src_vocab, tgt_vocab, info = checks.read_checkpoint_metadata(path, metadata, tensors)
+    tokenizers = checks.read_checkpoint_tokenizers(path, metadata, src_vocab, tgt_vocab, info.get("lower", True),
+                                                   tokenizer_from_dict)  # whole words if it stores none
     model = build_model(config)
     try:
         load_tensors(model, tensors)
     except ValueError as err:
         raise ValueError(f"{path}: weights do not fit the model its config describes ({err})") from None
-    model.vocabs, model.lower = (src_vocab, tgt_vocab), info.get("lower", True)  # what translate() needs
+    model.vocabs, model.tokenizers, model.lower = (src_vocab, tgt_vocab), tokenizers, info.get("lower", True)
     return model.to(device).eval(), src_vocab, tgt_vocab, info
 
 
@@ -205,10 +213,12 @@ def translate(model, sentence, beam_size: int = 5, src_vocab: Vocab | None = Non
     if src_vocab is None or tgt_vocab is None:
         src_vocab, tgt_vocab = model.vocabs
     lower = getattr(model, "lower", True) if lower is None else lower
+    src_tok, tgt_tok = getattr(model, "tokenizers", None) or (Tokenizer("de", lower), Tokenizer("en", lower))
+    src_tok = src_tok if src_tok.lower == lower else tokenizer_from_dict({**src_tok.to_dict(), "lower": lower})
     single = isinstance(sentence, str)
     sentences = checks.check_strings([sentence] if single else sentence)  # a list of str, each valid Unicode
-    tokens = translate_tokens(model, sentences, Tokenizer("de", lower=lower), src_vocab, tgt_vocab, beam_size)
-    texts = [detokenize(t) for t in tokens]
+    tokens = translate_tokens(model, sentences, src_tok, src_vocab, tgt_vocab, beam_size)
+    texts = [tgt_tok.detokenize(t) for t in tokens]
     return texts[0] if single else texts
 
 
@@ -226,21 +236,22 @@ class BleuScore:
                 f"tokenized lowercased BLEU {self.tokenized:.2f}")
 
 
-def bleu(hypotheses: list[list[str]], references: list[str], lowercase: bool = True) -> BleuScore:
-    """Score hypothesis tokens against raw reference sentences.
+def bleu(hypotheses: list[list[str]], references: list[str], lowercase: bool = True, tgt_tok=None) -> BleuScore:
+    """Score hypothesis tokens against raw reference sentences; tgt_tok (default: whole words) made the tokens.
 
     sacreBLEU detokenizes the hypotheses and applies its own standard tokenization (13a) to both sides,
     case-insensitive when `lowercase` (our models translate lowercased text); like the text translate() prints, the
     detokenized hypotheses leave <unk> out. The tokenized score splits the references with the spaCy tokenizer,
     lowercased, and compares tokens as they are, <unk> included (a token no reference has): the metric of the
-    tutorials (torchtext's bleu_score).
+    tutorials (torchtext's bleu_score). Subword hypotheses are decoded and cut into spaCy's tokens first.
     """
     from sacrebleu.metrics import BLEU
 
     checks.check_bleu_inputs(hypotheses, references)
-    detok = BLEU(lowercase=lowercase)
-    detok_score = detok.corpus_score([detokenize(h) for h in hypotheses], [list(references)])
-    tok, tokenized = Tokenizer("en", lower=True), BLEU(tokenize="none", force=True)
+    detok, tok, tokenized = BLEU(lowercase=lowercase), Tokenizer("en", lower=True), BLEU(tokenize="none", force=True)
+    detok_score = detok.corpus_score([(tgt_tok or tok).detokenize(h) for h in hypotheses], [list(references)])
+    if isinstance(tgt_tok, SubwordTokenizer):
+        hypotheses = [tok(tgt_tok.decode(h)) for h in hypotheses]
     hyps = [" ".join(t for t in h if t not in Vocab.SPECIALS[1:]).lower() for h in hypotheses]  # <unk> stays
     tokenized_score = tokenized.corpus_score(hyps, [[" ".join(tok(r)) for r in references]])
     return BleuScore(detok_score.score, str(detok.get_signature()), tokenized_score.score,
@@ -248,10 +259,11 @@ def bleu(hypotheses: list[list[str]], references: list[str], lowercase: bool = T
 
 
 def evaluate_bleu(model, pairs: list[tuple[str, str]], src_tok: Tokenizer, src_vocab: Vocab, tgt_vocab: Vocab,
-                  beam_size: int = 5, length_penalty: float = 0.6, lowercase: bool = True) -> BleuScore:
+                  beam_size: int = 5, length_penalty: float = 0.6, lowercase: bool = True,
+                  tgt_tok: Tokenizer | None = None) -> BleuScore:
     """Translate the German side of (German, English) pairs and score against the English side."""
     hyps = translate_tokens(model, [de for de, _ in pairs], src_tok, src_vocab, tgt_vocab, beam_size, length_penalty)
-    return bleu(hyps, [en for _, en in pairs], lowercase)
+    return bleu(hyps, [en for _, en in pairs], lowercase, tgt_tok)
 
 
 # %% notebooks/08_translation.ipynb cell 27
@@ -294,11 +306,11 @@ def _save_epoch(out_dir: Path, recipe: Recipe, data: TranslationData, model, opt
     epoch = entry["epoch"]
     if epoch % recipe.bleu_every == 0 or epoch == recipe.epochs:
         entry["val_bleu"] = round(evaluate_bleu(model, data.val, data.src_tok, data.src_vocab, data.tgt_vocab, 1,
-                                                lowercase=recipe.lower).tokenized, 2)
+                                                lowercase=recipe.lower, tgt_tok=data.tgt_tok).tokenized, 2)
     history.append(entry)
     log(", ".join(f"{k} {v}" for k, v in entry.items()))
     save_checkpoint(out_dir / f"epoch_{epoch:03d}.safetensors", model, data.src_vocab, data.tgt_vocab,
-                    lower=recipe.lower, **entry)
+                    tokenizers=(data.src_tok, data.tgt_tok), lower=recipe.lower, **entry)
     save_training_state(out_dir / "state.safetensors", model, optimizer, scheduler, recipe=recipe.to_dict(),
                         epoch=epoch, history=history, seconds=entry["seconds"], src_vocab=data.src_vocab.itos,
                         tgt_vocab=data.tgt_vocab.itos)
@@ -321,9 +333,8 @@ def _finish(recipe: Recipe, out_dir: Path, data: TranslationData, history: list,
     """Average the last checkpoints, keep the better of average and last epoch as model.safetensors."""
     final = out_dir / "model.safetensors"
     if final.exists():
-        model, src_vocab, tgt_vocab, info = load_checkpoint(final, device)
+        model, _, _, info = load_checkpoint(final, device)
         if info.get("history") == history:  # this run's final model is already there
-            model.vocabs, model.lower = (src_vocab, tgt_vocab), recipe.lower
             return TrainingRun(model, data, history, info["scores"], final)
     last = history[-1]["epoch"]
     paths = [out_dir / f"epoch_{e:03d}.safetensors" for e in range(max(1, last - recipe.average_last + 1), last + 1)]
@@ -333,15 +344,17 @@ def _finish(recipe: Recipe, out_dir: Path, data: TranslationData, history: list,
     scores = {}
     for name, candidate in candidates.items():
         score = evaluate_bleu(candidate, data.val, data.src_tok, data.src_vocab, data.tgt_vocab, recipe.beam_size,
-                              recipe.length_penalty, recipe.lower)
+                              recipe.length_penalty, recipe.lower, data.tgt_tok)
         scores[name] = {"sacrebleu": round(score.sacrebleu, 2), "tokenized": round(score.tokenized, 2)}
         log(f"validation, beam {recipe.beam_size}, {name}: {score}")
     kept = max(scores, key=lambda name: scores[name]["tokenized"])
     scores["kept"] = kept
     model = candidates[kept]
-    save_checkpoint(final, model, data.src_vocab, data.tgt_vocab, lower=recipe.lower, recipe=recipe.to_dict(),
+    save_checkpoint(final, model, data.src_vocab, data.tgt_vocab, tokenizers=(data.src_tok, data.tgt_tok),
+                    lower=recipe.lower, recipe=recipe.to_dict(),
                     history=history, scores=scores, data=data.source)
     model.vocabs, model.lower = (data.src_vocab, data.tgt_vocab), recipe.lower
+    model.tokenizers = data.src_tok, data.tgt_tok
     return TrainingRun(model, data, history, scores, final)
 
 
@@ -398,7 +411,8 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
     last = out_dir / f"epoch_{history[-1]['epoch']:03d}.safetensors"
     if not last.exists():  # deleted since: the training state holds the same weights
         log(f"{last} is missing; writing it again from the training state")
-        save_checkpoint(last, model, data.src_vocab, data.tgt_vocab, lower=recipe.lower, **history[-1])
+        save_checkpoint(last, model, data.src_vocab, data.tgt_vocab, tokenizers=(data.src_tok, data.tgt_tok),
+                        lower=recipe.lower, **history[-1])
     run = _finish(recipe, out_dir, data, history, device, log)
     if distributed:
         dist.barrier()
@@ -411,7 +425,7 @@ PRETRAINED_FILE = "multi30k_de_en.safetensors"
 
 class Pretrained(NamedTuple):
     """The shipped model with what it needs to read German and write English."""
-    model: EncoderDecoder  # carries its vocabularies, so translate(model, sentence) works
+    model: EncoderDecoder  # carries its vocabularies and tokenizers, so translate(model, sentence) works
     src_tok: Tokenizer
     tgt_tok: Tokenizer
     info: dict  # the recipe, the training history and the scores of the run that made it
@@ -433,4 +447,4 @@ def pretrained(device="cpu") -> Pretrained:
     path = pretrained_path()
     checks.check_shipped_model(path)
     model, _, _, info = load_checkpoint(path, device)
-    return Pretrained(model, Tokenizer("de", lower=model.lower), Tokenizer("en", lower=model.lower), info)
+    return Pretrained(model, *model.tokenizers, info)

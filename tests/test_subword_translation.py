@@ -1,0 +1,95 @@
+"""Chapter 8 with chapter 6's subwords: a recipe with `subwords` learns BPE from the training pairs, trains, and its
+checkpoint brings the tokenizers back, so translate, the translate and evaluate commands and the CTranslate2 export
+work with it; a checkpoint without tokenizers (the shipped model's kind) still loads as whole words."""
+from dataclasses import replace
+
+import pytest
+
+import transformer_lib.translation as tr
+from transformer_lib import evaluate as evaluate_cli
+from transformer_lib import translate as translate_cli
+from transformer_lib.data import SubwordTokenizer, Tokenizer, offline_corpus
+from transformer_lib.translation import Recipe, bleu, evaluate_bleu, load_checkpoint, translate, train_translation
+
+SUBWORDS = Recipe(n_layers=1, d_model=32, d_ff=64, n_heads=4, dropout=0.1, subwords=120, shared_vocab=True,
+                  max_tokens=600, epochs=2, warmup=20, factor=2.0, beam_size=2, average_last=2, train_pairs=300,
+                  eval_pairs=20)
+
+
+def fake_splits(split, root=None, download=True):
+    """The offline corpus as the three splits, so that no test depends on Multi30k."""
+    seed = {"train": 0, "val": 1, "test2016": 2}[split]
+    return offline_corpus(300 if split == "train" else 20, seed), f"offline {split}"
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tr, "load_translation_data", fake_splits)
+        data = tr.prepare_data(SUBWORDS)
+    out = tmp_path_factory.mktemp("subword-run")
+    return train_translation(SUBWORDS, out, data=data, progress=False, log=lambda *_: None, device="cpu")
+
+
+def test_a_subword_recipe_learns_one_bpe_for_both_languages_and_every_symbol_gets_an_id(run):
+    data = run.data
+    assert isinstance(data.src_tok, SubwordTokenizer) and isinstance(data.tgt_tok, SubwordTokenizer)
+    assert data.src_tok.bpe is data.tgt_tok.bpe and len(data.src_tok.bpe.merges) == 120
+    assert data.src_vocab.itos == data.tgt_vocab.itos == data.src_tok.bpe.vocab().itos
+    assert all(data.src_vocab.unk_idx not in src + tgt for src, tgt in data.train)  # no <unk> in training
+    assert run.model.src_embed[0].embedding.weight is run.model.generator.proj.weight  # tied: one table for three
+
+
+def test_separate_subword_vocabularies_learn_one_bpe_per_language(monkeypatch):
+    monkeypatch.setattr(tr, "load_translation_data", fake_splits)
+    data = tr.prepare_data(replace(SUBWORDS, shared_vocab=False))
+    assert data.src_tok.bpe is not data.tgt_tok.bpe
+    assert "hund" in "".join(data.src_vocab.itos) and "hund" not in "".join(data.tgt_vocab.itos)
+
+
+def test_the_checkpoint_brings_back_the_subword_tokenizers_and_translates(run):
+    model, src_vocab, tgt_vocab, info = load_checkpoint(run.path)
+    src_tok, tgt_tok = model.tokenizers
+    assert isinstance(src_tok, SubwordTokenizer) and src_tok.lang == "de" and tgt_tok.lang == "en"
+    assert src_tok.bpe.merges == run.data.src_tok.bpe.merges and info["recipe"]["subwords"] == 120
+    text = translate(model, "Ein kleiner Hund läuft im Park.", beam_size=2)
+    assert isinstance(text, str) and text == translate(run.model, "Ein kleiner Hund läuft im Park.", beam_size=2)
+    assert "▁" not in text and text[:1].isupper()
+
+
+def test_bleu_of_subwords_scores_the_words_they_spell(run):
+    tok = run.data.tgt_tok
+    references = ["A dog runs in the park.", "Two children play with a ball on the beach."]
+    score = bleu([tok(r) for r in references], references, tgt_tok=tok)
+    assert round(score.sacrebleu, 6) == round(score.tokenized, 6) == 100.0
+    words = bleu([Tokenizer("en")(r) for r in references[:1]] + [["two", "children", "play"]], references)
+    subwords = bleu([tok(references[0]), tok("two children play")], references, tgt_tok=tok)
+    assert subwords.tokenized == pytest.approx(words.tokenized)
+    val = evaluate_bleu(run.model, run.data.val, run.data.src_tok, run.data.src_vocab, run.data.tgt_vocab, 1,
+                        tgt_tok=run.data.tgt_tok)
+    assert 0 <= val.sacrebleu <= 100 and 0 <= val.tokenized <= 100
+
+
+def test_the_translate_and_evaluate_commands_read_the_tokenizers_from_the_checkpoint(run, monkeypatch, capsys):
+    assert translate_cli.main(["--checkpoint", str(run.path), "--beam", "1", "Ein Hund spielt."]) == 0
+    out = capsys.readouterr().out.strip()
+    model = load_checkpoint(run.path)[0]
+    assert out == translate(model, "Ein Hund spielt.", beam_size=1)
+    monkeypatch.setattr("transformer_lib.data.load_multi30k", lambda split: offline_corpus(20, 1))
+    assert evaluate_cli.main(["--checkpoint", str(run.path), "--split", "val", "--beam", "1"]) == 0
+    assert "sacreBLEU" in capsys.readouterr().out
+
+
+def test_the_ctranslate2_export_of_a_subword_model_translates_like_ours(run, tmp_path):
+    from transformer_lib.serve import CTranslate2Model, to_ctranslate2
+
+    model, src_vocab, tgt_vocab, _ = load_checkpoint(run.path)
+    served = CTranslate2Model(to_ctranslate2(model, src_vocab, tgt_vocab, tmp_path / "ct2"))
+    sentences = [de for de, _ in offline_corpus(12, 5)]
+    assert served.translate(sentences, beam_size=1) == translate(model, sentences, beam_size=1)
+
+
+def test_a_checkpoint_without_tokenizers_loads_as_whole_words(tmp_path):
+    best = tr.pretrained()  # written before checkpoints stored their tokenizers
+    assert type(best.src_tok) is Tokenizer and type(best.tgt_tok) is Tokenizer
+    assert best.src_tok.lang == "de" and best.tgt_tok.lang == "en" and best.src_tok.lower is True
