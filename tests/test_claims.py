@@ -217,3 +217,18 @@ def test_the_recorded_candidates_render_with_their_ceiling():
     now = {v["name"]: v["ratio"] for v in speed["variants"]}["ours, fast path (fp32)"]
     assert f"at most {now / recorded['matmul_share']['fp32']:.2f}x as fast as nn.Transformer" in shown
     assert all(f"| {v['change']} |" in shown for v in recorded["variants"])
+
+
+def test_the_recorded_comparison_of_vocabularies_renders_and_chooses_on_validation():
+    recorded = json.loads((ROOT / claims.SUBWORDS_FILE).read_text())
+    shown = claims.subwords_markdown(recorded)
+    best = claims.best_subwords(recorded)
+    assert best["val_sacrebleu"] == max(v["val_sacrebleu"] for v in recorded["variants"])
+    assert shown.count("**") == 2 and f"**{best['val_sacrebleu']:.2f}**" in shown  # only the best, in bold
+    assert all(f"| {v['name']} |" in shown for v in recorded["variants"])
+    kinds = {v["subwords"] is None for v in recorded["variants"]}
+    assert kinds == {True, False} and {v["shared_vocab"] for v in recorded["variants"]} == {True, False}
+    words = [v for v in recorded["variants"] if v["subwords"] is None]
+    subwords = [v for v in recorded["variants"] if v["subwords"] is not None]
+    assert max(v["unk_en"] for v in subwords) < min(v["unk_en"] for v in words)  # what subwords are for
+    assert all(v["tokens_per_sentence_en"] > words[0]["tokens_per_sentence_en"] for v in subwords)

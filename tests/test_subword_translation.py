@@ -93,3 +93,39 @@ def test_a_checkpoint_without_tokenizers_loads_as_whole_words(tmp_path):
     best = tr.pretrained()  # written before checkpoints stored their tokenizers
     assert type(best.src_tok) is Tokenizer and type(best.tgt_tok) is Tokenizer
     assert best.src_tok.lang == "de" and best.tgt_tok.lang == "en" and best.src_tok.lower is True
+
+
+def test_the_vocabulary_benchmark_runs_and_records(tmp_path, monkeypatch, capsys):
+    import json
+    import sys
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import subwords as bench
+
+    monkeypatch.setattr(tr, "load_translation_data", fake_splits)
+    record = tmp_path / "subwords.json"
+    names = ["words, one per language", "BPE 4,000, shared and tied"]
+    assert bench.main(["--budget", "smoke", "--epochs", "1", "--only", *names, "--record", str(record)]) == 0
+    recorded = json.loads(record.read_text())
+    assert [v["name"] for v in recorded["variants"]] == names and recorded["recipe"]["epochs"] == 1
+    words, bpe = recorded["variants"]
+    assert bpe["vocab_sizes"][0] == bpe["vocab_sizes"][1] and bpe["unk_en"] == 0 and words["subwords"] is None
+    assert all(0 <= v["val_sacrebleu"] <= 100 and len(v["history"]) == 1 for v in recorded["variants"])
+    assert "BPE 4,000, shared and tied" in capsys.readouterr().out
+    sys.modules.pop("subwords", None)
+
+
+def test_the_train_command_trains_on_subwords_when_asked(tmp_path, monkeypatch, capsys):
+    from transformer_lib import train as train_cli
+
+    monkeypatch.setattr(tr, "load_translation_data", fake_splits)
+    monkeypatch.setitem(tr.RECIPES, "smoke", replace(SUBWORDS, subwords=None, shared_vocab=False, epochs=1))
+    out = tmp_path / "run"
+    assert train_cli.main(["multi30k", "--budget", "smoke", "--subwords", "80", "--out", str(out), "--quiet"]) == 0
+    model, _, _, info = load_checkpoint(out / "model.safetensors")
+    assert info["recipe"]["subwords"] == 80 and info["recipe"]["shared_vocab"] is True
+    assert isinstance(model.tokenizers[0], SubwordTokenizer) and len(model.tokenizers[0].bpe.merges) == 80
+    assert "test2016 (20 pairs)" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        train_cli.main(["multi30k", "--budget", "smoke", "--subwords", "-1", "--out", str(out)])

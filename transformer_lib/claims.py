@@ -25,11 +25,13 @@ import yaml
 from transformer_lib.runtime import RESULT_KEY
 
 __all__ = ["notebook_results", "recorded_runs", "record_run", "chapter_minutes", "render_blocks", "readme_problems",
-           "write_readme", "shipped_info", "speed_markdown", "RUNS_FILE", "SPEED_FILE", "SERVE_FILE", "serve_markdown"]
+           "write_readme", "shipped_info", "speed_markdown", "RUNS_FILE", "SPEED_FILE", "SERVE_FILE", "serve_markdown",
+           "subwords_markdown", "best_subwords", "SUBWORDS_FILE"]
 
 RUNS_FILE = "docs/runs.json"
 SPEED_FILE = "benchmarks/speed.json"
 SERVE_FILE = "benchmarks/serve.json"
+SUBWORDS_FILE = "benchmarks/subwords.json"
 _BLOCK = re.compile(r"(<!-- begin ([\w-]+) \(python -m transformer_lib\.book readme\) -->\n)(.*?)(<!-- end \2 -->)", re.S)
 
 
@@ -211,6 +213,29 @@ def candidates_markdown(c: dict, speed: dict | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def best_subwords(record: dict) -> dict:
+    """The variant of a benchmarks/subwords.py record with the best validation sacreBLEU (test2016 never chooses)."""
+    return max(record["variants"], key=lambda v: v["val_sacrebleu"])
+
+
+def subwords_markdown(record: dict) -> str:
+    """A recorded run of benchmarks/subwords.py as Markdown: one row per vocabulary, the best on validation in bold."""
+    load = f", load average {record['load']:.2f}" if record.get("load") is not None else ""
+    r = record["recipe"]
+    lines = [f"{record['machine']}, {record['threads']} thread{'s' if record['threads'] != 1 else ''}{load}: the "
+             f"`{record['budget']}` recipe ({r['n_layers']}+{r['n_layers']} layers, d_model {r['d_model']}, "
+             f"{r['epochs']} epochs), beam {r['beam_size']}; `<unk>` rates and tokens per sentence on test2016.", "",
+             "| vocabulary | ids (de / en) | parameters | `<unk>` de / en | tokens per English sentence | training "
+             "| validation sacreBLEU | test2016 sacreBLEU / tokenized |", "|---|---|---|---|---|---|---|---|"]
+    best = best_subwords(record)["name"]
+    for v in record["variants"]:
+        val = f"**{v['val_sacrebleu']:.2f}**" if v["name"] == best else f"{v['val_sacrebleu']:.2f}"
+        lines.append(f"| {v['name']} | {v['vocab_sizes'][0]:,} / {v['vocab_sizes'][1]:,} | {v['parameters']:,} | "
+                     f"{v['unk_de']:.2%} / {v['unk_en']:.2%} | {v['tokens_per_sentence_en']:.1f} | "
+                     f"{v['train_seconds'] / 60:.1f} min | {val} | {v['test_sacrebleu']:.2f} / {v['test_tokenized']:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
 def _serve_table(book, results) -> str:
     path = book.root / SERVE_FILE
     if not path.is_file():
@@ -219,8 +244,16 @@ def _serve_table(book, results) -> str:
             + serve_markdown(json.loads(path.read_text(encoding="utf-8"))))
 
 
+def _subwords_table(book, results) -> str:
+    path = book.root / SUBWORDS_FILE
+    if not path.is_file():
+        return "No comparison of vocabularies is recorded yet: run `python benchmarks/subwords.py --record`.\n"
+    return (f"Recorded by `python benchmarks/subwords.py --record` ({SUBWORDS_FILE}) on "
+            + subwords_markdown(json.loads(path.read_text(encoding="utf-8"))))
+
+
 BLOCKS = {"run-times": _run_times, "copy-task": _copy_task, "shipped-scores": _shipped, "speed": _speed_table,
-          "serving": _serve_table}
+          "serving": _serve_table, "subwords": _subwords_table}
 
 
 def render_blocks(book, text: str) -> str:

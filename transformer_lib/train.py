@@ -108,6 +108,8 @@ def _multi30k(args: argparse.Namespace, rank: int, world: int) -> int:
     say = print if rank == 0 else (lambda *a, **k: None)
     budget = args.budget or run_budget()
     recipe = RECIPES[budget] if args.epochs is None else replace(RECIPES[budget], epochs=args.epochs)
+    if args.subwords is not None:  # 0: whole words; N: chapter 6's BPE with N merges, one for both languages
+        recipe = replace(recipe, subwords=args.subwords or None, shared_vocab=bool(args.subwords) or recipe.shared_vocab)
     out = Path(args.out or f"runs/multi30k-{budget}")
     device = torch.device(args.device) if args.device.startswith("cuda:") else _device(args.device)
     data = prepare_data(recipe)
@@ -147,6 +149,9 @@ def main(argv: list[str] | None = None) -> int:
                       help="which recipe (default: BOOK_BUDGET, else book.yml)")
     m30k.add_argument("--out", default=None, help="checkpoint folder (default runs/multi30k-BUDGET)")
     m30k.add_argument("--epochs", type=int, default=None, help="override the recipe's number of epochs")
+    m30k.add_argument("--subwords", type=int, default=None, metavar="N",
+                      help="train on BPE with N merges, one vocabulary shared by both languages and tied embeddings "
+                           "(0: whole words; default: the recipe's)")
     m30k.add_argument("--resume", action="store_true", default=True,
                       help="continue the run in --out after its last finished epoch (the default)")
     m30k.add_argument("--no-resume", action="store_true", help="start over even if --out holds a run")
@@ -157,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.task == "multi30k":
         if args.epochs is not None and args.epochs < 1:
             parser.error("--epochs must be positive")
+        if args.subwords is not None and args.subwords < 0:
+            parser.error("--subwords must be 0 (whole words) or a number of merges")
         return multi30k_command(args)
     if args.steps < 1 or args.eval_every < 1:
         parser.error("--steps and --eval-every must be positive")
