@@ -43,7 +43,7 @@ def corpus():
     counts = Counter(w for a, b in pairs for w in [*pre_tokens(de, a), *pre_tokens(en, b)])
     rng = random.Random(0)  # and made-up words, so that rare pairs and ties occur
     for _ in range(300):
-        counts["".join(rng.choice("abcdeäöß") for _ in range(rng.randint(1, 9))) + rng.choice(["", SPACE])] += 1
+        counts[rng.choice(["", SPACE]) + "".join(rng.choice("abcdeäöß") for _ in range(rng.randint(1, 9)))] += 1
     return counts
 
 
@@ -70,7 +70,7 @@ def test_learning_stops_when_no_pair_is_left():
 def test_encoding_equals_replaying_every_merge_in_order(corpus, bpe):
     rng = random.Random(1)
     unseen = ["".join(rng.choice("abcdeäößxyz ") for _ in range(rng.randint(1, 12))) for _ in range(300)]
-    for word in [*corpus, *unseen, *(w + SPACE for w in unseen)]:
+    for word in [*corpus, *unseen, *(SPACE + w for w in unseen)]:
         assert bpe.encode_word(word) == replay(word, bpe.merges), word
 
 
@@ -83,7 +83,7 @@ def test_vocabulary_holds_every_character_alone_and_with_space_and_every_merge(b
     vocab = bpe.vocab()
     assert vocab.itos[:4] == list(Vocab.SPECIALS)
     for c in bpe.alphabet:
-        assert c in vocab.stoi and c + SPACE in vocab.stoi
+        assert c in vocab.stoi and SPACE + c in vocab.stoi
     assert all(a + b in vocab.stoi for a, b in bpe.merges)
     assert len(vocab) == 4 + len(set(bpe.symbols))
 

@@ -423,7 +423,7 @@ def check_bpe(merges, alphabet, space: str) -> None:
         raise ValueError(f"alphabet must not hold {space!r}, the character that marks a following space")
     if isinstance(merges, (str, bytes)) or not hasattr(merges, "__iter__"):
         raise TypeError(f"merges must be a list of (left, right) symbol pairs, got {type(merges).__name__}")
-    known = {*alphabet, *(c + space for c in alphabet)}
+    known = {*alphabet, space, *(space + c for c in alphabet)}
     for i, pair in enumerate(merges):
         if (isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2
                 or not all(isinstance(s, str) and s for s in pair)):

@@ -213,25 +213,28 @@ def detokenize(tokens: list[str]) -> str:
 
 
 # %% notebooks/06_data.ipynb cell 24
-SPACE = "\u2581"  # "▁", the mark of a token that a space follows
+SPACE = "\u2581"  # "▁", the mark of a token that comes after a space
 
 
 def pre_tokens(tokenizer: Tokenizer, text: str) -> list[str]:
-    """spaCy's tokens of text, spaces included, each with SPACE appended if a space follows it: joined, and SPACE read
+    """spaCy's tokens of text, spaces included, each after a space marked with SPACE in front: joined, and SPACE read
     as a space, they are the (lowercased) text again. A token holding SPACE itself becomes <unk>."""
     check_text(text)
     text = text.lower() if tokenizer.lower else text
-    tokens = tokenizer._nlp.tokenizer(text)
-    return [Vocab.UNK if SPACE in t.text else t.text + (SPACE if t.whitespace_ else "") for t in tokens]
+    words, space = [], ""
+    for t in tokenizer._nlp.tokenizer(text):
+        words.append(Vocab.UNK if SPACE in t.text else space + t.text)
+        space = SPACE if t.whitespace_ else ""  # spaCy keeps the space that follows a token
+    return words + [space] if space else words  # a space at the very end stands alone
 
 
 def initial_symbols(word: str) -> list[str]:
-    """A pre-token as BPE starts from it: one symbol per character, the last one carrying the word's SPACE.
+    """A pre-token as BPE starts from it: one symbol per character, the first one carrying the word's SPACE.
 
-        >>> initial_symbols("dog▁")
-        ['d', 'o', 'g▁']
+        >>> initial_symbols("▁dog")
+        ['▁d', 'o', 'g']
     """
-    return [*word[:-2], word[-2:]] if len(word) > 1 and word.endswith(SPACE) else list(word)
+    return [word[:2], *word[2:]] if len(word) > 1 and word.startswith(SPACE) else list(word)
 
 
 def merge_pair(symbols: list[str], pair: tuple[str, str]) -> list[str]:
@@ -325,7 +328,8 @@ class BPE:
     @property
     def symbols(self) -> list[str]:
         """Every symbol encoding can produce from the alphabet, characters first, then each merge's result."""
-        found = dict.fromkeys([*self.alphabet, *(c + SPACE for c in self.alphabet), *(a + b for a, b in self.merges)])
+        found = dict.fromkeys([*self.alphabet, SPACE, *(SPACE + c for c in self.alphabet),
+                               *(a + b for a, b in self.merges)])
         return [s for s in found if s not in Vocab.SPECIALS]
 
     def vocab(self) -> Vocab:
@@ -395,7 +399,7 @@ def tokenizer_from_dict(values: dict) -> Tokenizer:
     return SubwordTokenizer(values["lang"], BPE(values["merges"], values["alphabet"]), values["lower"])
 
 
-# %% notebooks/06_data.ipynb cell 39
+# %% notebooks/06_data.ipynb cell 43
 def encode_pairs(pairs, src_tok, tgt_tok, src_vocab: Vocab, tgt_vocab: Vocab):
     """Tokenize and number every pair: source ids, and target ids wrapped in <s> ... </s>."""
     return [(src_vocab.encode(src_tok(de)), tgt_vocab.encode(tgt_tok(en), add_bos_eos=True)) for de, en in pairs]
@@ -426,7 +430,7 @@ def bucket_batches(examples, max_tokens: int, pad_idx: int, shuffle: bool = True
     return [pad_batch([examples[i] for i in group], pad_idx) for group in groups]
 
 
-# %% notebooks/06_data.ipynb cell 41
+# %% notebooks/06_data.ipynb cell 45
 def pad_batch(examples, pad_idx: int) -> Batch:
     """A Batch from (source ids, target ids) examples, each side padded to its longest sequence."""
     check_examples(examples)

@@ -250,8 +250,7 @@ def bleu(hypotheses: list[list[str]], references: list[str], lowercase: bool = T
     checks.check_bleu_inputs(hypotheses, references)
     detok, tok, tokenized = BLEU(lowercase=lowercase), Tokenizer("en", lower=True), BLEU(tokenize="none", force=True)
     detok_score = detok.corpus_score([(tgt_tok or tok).detokenize(h) for h in hypotheses], [list(references)])
-    if isinstance(tgt_tok, SubwordTokenizer):
-        hypotheses = [tok(tgt_tok.decode(h)) for h in hypotheses]
+    hypotheses = [tok(tgt_tok.decode(h)) for h in hypotheses] if isinstance(tgt_tok, SubwordTokenizer) else hypotheses
     hyps = [" ".join(t for t in h if t not in Vocab.SPECIALS[1:]).lower() for h in hypotheses]  # <unk> stays
     tokenized_score = tokenized.corpus_score(hyps, [[" ".join(tok(r)) for r in references]])
     return BleuScore(detok_score.score, str(detok.get_signature()), tokenized_score.score,
@@ -339,8 +338,9 @@ def _finish(recipe: Recipe, out_dir: Path, data: TranslationData, history: list,
     last = history[-1]["epoch"]
     paths = [out_dir / f"epoch_{e:03d}.safetensors" for e in range(max(1, last - recipe.average_last + 1), last + 1)]
     paths = [p for p in paths if p.exists()]
-    candidates = {"last": load_checkpoint(paths[-1], device)[0],
-                  f"average of {len(paths)}": average_checkpoints(paths, device)[0]}
+    candidates = {"last": load_checkpoint(paths[-1], device)[0]}
+    if len(paths) > 1:  # an average of one checkpoint would be the last one, scored twice
+        candidates[f"average of {len(paths)}"] = average_checkpoints(paths, device)[0]
     scores = {}
     for name, candidate in candidates.items():
         score = evaluate_bleu(candidate, data.val, data.src_tok, data.src_vocab, data.tgt_vocab, recipe.beam_size,
