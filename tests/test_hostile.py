@@ -102,7 +102,7 @@ HOSTILE = {
                                        "its German tokenizer is not valid .*'words' or 'bpe'"),
     "merges of another model": ({"tokenizers": json.dumps([{"kind": "bpe", "lang": "de", "lower": True,
                                                             "merges": [["a", "b"]], "alphabet": "ab "}] * 2)},
-                                "its German BPE makes 11 symbols that are not its vocabulary of 13 tokens"),
+                                "its German BPE makes 12 symbols that are not its vocabulary of 13 tokens"),
 }
 
 
