@@ -290,7 +290,7 @@ def learn_bpe(word_counts: dict, n_merges: int) -> list[tuple[str, str]]:
     return merges
 
 
-# %% notebooks/06_data.ipynb cell 31
+# %% notebooks/06_data.ipynb cell 30
 class BPE:
     """Byte-pair encoding: merges learned from pre-tokens, replayed to cut a pre-token into symbols.
 
@@ -350,7 +350,7 @@ class BPE:
             raise ValueError(f"{path} is not a BPE written by BPE.save ({type(err).__name__}: {err})") from None
 
 
-# %% notebooks/06_data.ipynb cell 33
+# %% notebooks/06_data.ipynb cell 32
 class SubwordTokenizer(Tokenizer):
     """Tokenizer followed by BPE: a sentence becomes the symbols of its pre-tokens, and decode() undoes it exactly.
 
@@ -399,7 +399,7 @@ def tokenizer_from_dict(values: dict) -> Tokenizer:
     return SubwordTokenizer(values["lang"], BPE(values["merges"], values["alphabet"]), values["lower"])
 
 
-# %% notebooks/06_data.ipynb cell 43
+# %% notebooks/06_data.ipynb cell 42
 def encode_pairs(pairs, src_tok, tgt_tok, src_vocab: Vocab, tgt_vocab: Vocab):
     """Tokenize and number every pair: source ids, and target ids wrapped in <s> ... </s>."""
     return [(src_vocab.encode(src_tok(de)), tgt_vocab.encode(tgt_tok(en), add_bos_eos=True)) for de, en in pairs]
@@ -430,7 +430,7 @@ def bucket_batches(examples, max_tokens: int, pad_idx: int, shuffle: bool = True
     return [pad_batch([examples[i] for i in group], pad_idx) for group in groups]
 
 
-# %% notebooks/06_data.ipynb cell 45
+# %% notebooks/06_data.ipynb cell 44
 def pad_batch(examples, pad_idx: int) -> Batch:
     """A Batch from (source ids, target ids) examples, each side padded to its longest sequence."""
     check_examples(examples)
