@@ -90,9 +90,22 @@ def test_the_ctranslate2_export_of_a_subword_model_translates_like_ours(run, tmp
 
 
 def test_a_checkpoint_without_tokenizers_loads_as_whole_words(tmp_path):
-    best = tr.pretrained()  # written before checkpoints stored their tokenizers
-    assert type(best.src_tok) is Tokenizer and type(best.tgt_tok) is Tokenizer
-    assert best.src_tok.lang == "de" and best.tgt_tok.lang == "en" and best.src_tok.lower is True
+    from safetensors.torch import save_model
+
+    from transformer_lib.data import Vocab
+    from transformer_lib.files import write_safetensors
+    from transformer_lib.model import make_model
+
+    src_vocab, tgt_vocab = Vocab.build([["ein", "hund"]], 1), Vocab.build([["a", "dog"]], 1)
+    model = make_model(len(src_vocab), len(tgt_vocab), n_layers=1, d_model=16, d_ff=32, n_heads=2)
+    metadata = {"config": model.config.to_json(), "src_vocab": src_vocab.to_json(), "tgt_vocab": tgt_vocab.to_json(),
+                "info": "{}"}  # what save_checkpoint wrote before checkpoints stored their tokenizers
+    path = write_safetensors(tmp_path / "old.safetensors", lambda tmp, meta: save_model(model, str(tmp), meta), metadata)
+    loaded = load_checkpoint(path)[0]
+    src_tok, tgt_tok = loaded.tokenizers
+    assert type(src_tok) is Tokenizer and type(tgt_tok) is Tokenizer
+    assert src_tok.lang == "de" and tgt_tok.lang == "en" and src_tok.lower is True
+    assert isinstance(translate(loaded, "Ein Hund.", beam_size=1), str)
 
 
 def test_the_vocabulary_benchmark_runs_and_records(tmp_path, monkeypatch, capsys):

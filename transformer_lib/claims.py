@@ -88,11 +88,6 @@ def chapter_minutes(book) -> float:
     return float(data["cpu_minutes"])
 
 
-def _speed(book) -> dict | None:
-    path = book.root / SPEED_FILE
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-
-
 def _run_times(book, results) -> str:
     runs = recorded_runs(book)
     limit = chapter_minutes(book)
@@ -156,11 +151,16 @@ def speed_markdown(s: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _recorded(book, file: str, script: str, what: str, render) -> str:
+    """A benchmark's recorded run rendered as Markdown, or how to record one when none is committed."""
+    path = book.root / file
+    if not path.is_file():
+        return f"No {what} is recorded yet: run `python {script} --record`.\n"
+    return f"Recorded by `python {script} --record` ({file}) on " + render(json.loads(path.read_text(encoding="utf-8")))
+
+
 def _speed_table(book, results) -> str:
-    s = _speed(book)
-    if s is None:
-        return "No benchmark run is recorded yet: run `python benchmarks/speed.py --record`.\n"
-    return f"Recorded by `python benchmarks/speed.py --record` ({SPEED_FILE}) on " + speed_markdown(s)
+    return _recorded(book, SPEED_FILE, "benchmarks/speed.py", "benchmark run", speed_markdown)
 
 
 def serve_markdown(s: dict) -> str:
@@ -237,19 +237,11 @@ def subwords_markdown(record: dict) -> str:
 
 
 def _serve_table(book, results) -> str:
-    path = book.root / SERVE_FILE
-    if not path.is_file():
-        return "No serving benchmark is recorded yet: run `python benchmarks/serve.py --record`.\n"
-    return (f"Recorded by `python benchmarks/serve.py --record` ({SERVE_FILE}) on "
-            + serve_markdown(json.loads(path.read_text(encoding="utf-8"))))
+    return _recorded(book, SERVE_FILE, "benchmarks/serve.py", "serving benchmark", serve_markdown)
 
 
 def _subwords_table(book, results) -> str:
-    path = book.root / SUBWORDS_FILE
-    if not path.is_file():
-        return "No comparison of vocabularies is recorded yet: run `python benchmarks/subwords.py --record`.\n"
-    return (f"Recorded by `python benchmarks/subwords.py --record` ({SUBWORDS_FILE}) on "
-            + subwords_markdown(json.loads(path.read_text(encoding="utf-8"))))
+    return _recorded(book, SUBWORDS_FILE, "benchmarks/subwords.py", "comparison of vocabularies", subwords_markdown)
 
 
 BLOCKS = {"run-times": _run_times, "copy-task": _copy_task, "shipped-scores": _shipped, "speed": _speed_table,
