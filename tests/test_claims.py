@@ -95,13 +95,13 @@ def test_chapter_8_prose_matches_its_runs():
     assert r["average_tokenized"] < r["last_tokenized"] and r["kept"] == "last" and r["epochs"] == 2
     assert "greedy\nBLEU climbs" in text and r["bleu_last"] > r["bleu_first"]
     info = claims.shipped_info(BOOK)
-    assert "validation 40.9 for the average of epochs 16 to 20 against 41.2 for epoch 20, tokenized as that\nrun scored it" in text
+    assert "validation 41.9 for the average of epochs 16 to 20 against 42.2 for epoch 20, tokenized" in text
     assert (round(info["scores"]["average of 5"]["tokenized"], 1), round(info["scores"]["last"]["tokenized"], 1)) \
-        == (40.9, 41.2)
+        == (41.9, 42.2)
     assert shipped["test_pairs"] == 1000 and shipped["val_pairs"] == 1014
-    # scored again with today's bleu: sacreBLEU as when it was trained (the tokenized score then left <unk> out)
+    # scored again by chapter 8's run: what the training run scored when it ended
     assert abs(shipped["val_sacrebleu"] - info["scores"]["last"]["sacrebleu"]) < 0.1
-    assert shipped["val_tokenized"] <= info["scores"]["last"]["tokenized"]
+    assert abs(shipped["val_tokenized"] - info["scores"]["last"]["tokenized"]) < 0.1
 
 
 def test_chapter_9_fast_path_is_faster_in_its_run_and_matmuls_take_about_half():

@@ -445,3 +445,22 @@ def test_tokenized_bleu_keeps_unk_as_a_token_that_matches_nothing():
     assert abs(ours - corpus_bleu(hypotheses, [r.split() for r in references])) < 1e-9
     dropped = corpus_bleu([[t for t in h if t != "<unk>"] for h in hypotheses], [r.split() for r in references])
     assert abs(ours - dropped) > 0.5  # dropping <unk> would credit n-grams the model never produced
+
+
+def test_tokenized_bleu_of_subword_hypotheses_scores_their_decoded_text_in_spacy_tokens():
+    import random
+    from collections import Counter
+
+    from transformer_lib.data import BPE, SubwordTokenizer, Tokenizer, pre_tokens
+
+    rng = random.Random(1)
+    words = ["a", "dog", "runs", "in", "the", "snow", "two", "men", "play", "soccer", "."]
+    references = [" ".join(rng.choices(words, k=rng.randint(6, 12))) for _ in range(40)]
+    texts = [" ".join(rng.choice(words) if rng.random() < 0.2 else w for w in ref.split()) for ref in references]
+    words_tok = Tokenizer("en")
+    bpe = BPE.learn(Counter(w for s in references for w in pre_tokens(words_tok, s)), 25)
+    subwords = SubwordTokenizer("en", bpe)
+    hypotheses = [subwords(t) for t in texts]
+    assert any(len(h) != len(words_tok(t)) for h, t in zip(hypotheses, texts))  # the subwords are not the words
+    ours = bleu(hypotheses, references, tgt_tok=subwords).tokenized
+    assert abs(ours - corpus_bleu([words_tok(t) for t in texts], [words_tok(r) for r in references])) < 1e-9

@@ -14,7 +14,7 @@ import transformer_lib.translation as tr
 from transformer_lib import train as train_cli
 from transformer_lib import translate as translate_cli
 from transformer_lib.attention import padding_mask
-from transformer_lib.data import Tokenizer, Vocab, detokenize, encode_pairs, offline_corpus
+from transformer_lib.data import SubwordTokenizer, Tokenizer, Vocab, detokenize, encode_pairs, offline_corpus
 from transformer_lib.decoding import beam_search, translate_tokens
 from transformer_lib.files import safetensors_digest
 from transformer_lib.model import make_model
@@ -348,7 +348,9 @@ def test_the_shipped_model_loads_without_pickle_and_translates():
     best = tr.pretrained()
     assert not best.model.training and next(best.model.parameters()).dtype == torch.float32
     assert tr.Recipe.from_dict(best.info["recipe"]).to_dict() == RECIPES["full"].to_dict()  # fields added since: defaults
-    assert best.src_tok("Ein Hund.") == ["ein", "hund", "."]
+    assert isinstance(best.src_tok, SubwordTokenizer) and best.src_tok.bpe.merges == best.tgt_tok.bpe.merges  # shared
+    assert len(best.src_tok.bpe.merges) == RECIPES["full"].subwords
+    assert best.src_tok.decode(best.src_tok("Ein Hund.")) == "ein hund."  # subwords decode to the text, lowercased
     english = translate(best.model, "Ein Hund rennt durch den Schnee.").lower()
     assert "dog" in english and "snow" in english
 

@@ -120,8 +120,8 @@ def shipped_info(book) -> dict:
 
 
 def _shipped(book, results) -> str:
-    r = results["translation.shipped"]
-    history = shipped_info(book)["history"]
+    r, info = results["translation.shipped"], shipped_info(book)
+    history = info["history"]
     epochs = sorted(b["seconds"] - a["seconds"] for a, b in zip(history, history[1:]))
     median = epochs[len(epochs) // 2]
     return ("| split | sacreBLEU (`" + r["signature"].replace("|", "\\|") + "`) | tokenized lowercased BLEU |\n"
@@ -129,7 +129,22 @@ def _shipped(book, results) -> str:
             f"| test2016 ({r['test_pairs']:,} pairs) | **{r['test_sacrebleu']:.2f}** | **{r['test_tokenized']:.2f}** |\n"
             f"| val ({r['val_pairs']:,} pairs) | {r['val_sacrebleu']:.2f} | {r['val_tokenized']:.2f} |\n\n"
             f"Its {len(history)} epochs took {history[-1]['seconds'] / 60:.0f} minutes of wall-clock time on a 2-core CPU, "
-            f"pauses of that machine included; the median epoch took {median / 60:.1f} minutes.\n")
+            f"pauses of that machine included; the median epoch took {median / 60:.1f} minutes. {_recipe_sentence(info)}\n")
+
+
+def _recipe_sentence(info: dict) -> str:
+    """The shipped model's recipe and which candidate its run kept, in words, from its metadata."""
+    r, scores = info["recipe"], info["scores"]
+    vocab = (f"BPE with {r['subwords']:,} merges and one vocabulary for both languages, its embeddings tied"
+             if r.get("subwords") else "whole words, one vocabulary per language")
+    kept, others = scores["kept"], [name for name in scores if name not in ("kept", scores["kept"])]
+    label = {name: "last epoch" if name == "last" else name.replace("average of", "average of the last") + " epochs"
+             for name in scores if name != "kept"}
+    choice = "".join(f" over the {label[name]} ({scores[name]['tokenized']:.2f})" for name in others)
+    return (f"The recipe: {r['n_layers']}+{r['n_layers']} pre-norm layers, d_model {r['d_model']}, d_ff {r['d_ff']}, "
+            f"{r['n_heads']} heads, dropout {r['dropout']}, {vocab}, label smoothing {r['smoothing']}, warmup "
+            f"{r['warmup']}, {r['epochs']} epochs. Tokenized validation BLEU (beam {r['beam_size']}) kept the {label[kept]} "
+            f"({scores[kept]['tokenized']:.2f}){choice}.")
 
 
 def speed_markdown(s: dict) -> str:
