@@ -104,9 +104,9 @@ def test_chapter_8_prose_matches_its_runs():
     assert abs(shipped["val_tokenized"] - info["scores"]["last"]["tokenized"]) < 0.1
 
 
-def test_chapter_9_fast_path_is_faster_in_its_run_and_matmuls_take_about_half():
-    assert "they take about half\nof the time or less" in markdown(9)
-    assert RESULTS["fast.profile"]["matmul_share"] < 0.6
+def test_chapter_9_fast_path_is_faster_in_its_run_and_matmuls_take_half_to_two_thirds():
+    assert "they take from about half\nto about two thirds of the time" in markdown(9)
+    assert 0.45 < RESULTS["fast.profile"]["matmul_share"] < 0.7
     r = RESULTS["fast.fast_path"]
     assert r["fast"] > 1
     if r["bf16"] is not None:
