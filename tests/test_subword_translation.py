@@ -9,7 +9,8 @@ import transformer_lib.translation as tr
 from transformer_lib import evaluate as evaluate_cli
 from transformer_lib import translate as translate_cli
 from transformer_lib.data import SubwordTokenizer, Tokenizer, offline_corpus
-from transformer_lib.translation import Recipe, bleu, evaluate_bleu, load_checkpoint, translate, train_translation
+from transformer_lib.translation import (Recipe, bleu, evaluate_bleu, load_checkpoint, save_checkpoint, translate,
+                                         train_translation)
 
 SUBWORDS = Recipe(n_layers=1, d_model=32, d_ff=64, n_heads=4, dropout=0.1, subwords=120, shared_vocab=True,
                   max_tokens=600, epochs=2, warmup=20, factor=2.0, beam_size=2, average_last=2, train_pairs=300,
@@ -90,17 +91,19 @@ def test_the_ctranslate2_export_of_a_subword_model_translates_like_ours(run, tmp
 
 
 def test_a_checkpoint_without_tokenizers_loads_as_whole_words(tmp_path):
-    from safetensors.torch import save_model
+    from safetensors.torch import save_file
 
     from transformer_lib.data import Vocab
-    from transformer_lib.files import write_safetensors
+    from transformer_lib.files import read_safetensors, write_safetensors
     from transformer_lib.model import make_model
 
     src_vocab, tgt_vocab = Vocab.build([["ein", "hund"]], 1), Vocab.build([["a", "dog"]], 1)
     model = make_model(len(src_vocab), len(tgt_vocab), n_layers=1, d_model=16, d_ff=32, n_heads=2)
-    metadata = {"config": model.config.to_json(), "src_vocab": src_vocab.to_json(), "tgt_vocab": tgt_vocab.to_json(),
-                "info": "{}"}  # what save_checkpoint wrote before checkpoints stored their tokenizers
-    path = write_safetensors(tmp_path / "old.safetensors", lambda tmp, meta: save_model(model, str(tmp), meta), metadata)
+    tensors, metadata = read_safetensors(save_checkpoint(tmp_path / "new.safetensors", model, src_vocab, tgt_vocab))
+    # a file from before checkpoints stored their tokenizers: today's metadata without that entry, signed again
+    old = {k: v for k, v in metadata.items() if k not in ("tokenizers", "sha256")}
+    assert set(metadata) - set(old) == {"tokenizers", "sha256"}
+    path = write_safetensors(tmp_path / "old.safetensors", lambda tmp, meta: save_file(tensors, str(tmp), meta), old)
     loaded = load_checkpoint(path)[0]
     src_tok, tgt_tok = loaded.tokenizers
     assert type(src_tok) is Tokenizer and type(tgt_tok) is Tokenizer

@@ -141,7 +141,8 @@ def _recipe_sentence(info: dict) -> str:
     label = {name: "last epoch" if name == "last" else name.replace("average of", "average of the last") + " epochs"
              for name in scores if name != "kept"}
     choice = "".join(f" over the {label[name]} ({scores[name]['tokenized']:.2f})" for name in others)
-    return (f"The recipe: {r['n_layers']}+{r['n_layers']} pre-norm layers, d_model {r['d_model']}, d_ff {r['d_ff']}, "
+    norm = "pre-norm" if r.get("norm_first", True) else "post-norm"
+    return (f"The recipe: {r['n_layers']}+{r['n_layers']} {norm} layers, d_model {r['d_model']}, d_ff {r['d_ff']}, "
             f"{r['n_heads']} heads, dropout {r['dropout']}, {vocab}, label smoothing {r['smoothing']}, warmup "
             f"{r['warmup']}, {r['epochs']} epochs. Tokenized validation BLEU (beam {r['beam_size']}) kept the {label[kept]} "
             f"({scores[kept]['tokenized']:.2f}){choice}.")
