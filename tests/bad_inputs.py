@@ -884,6 +884,143 @@ def _(tmp): F.FastBeamSearch(tiny_model())(ids([2, 3]), A.padding_mask(ids([2, 3
 def _(tmp): F.FastBeamSearch(tiny_model())(ids([2, 3]), A.padding_mask(ids([2, 3, 0]), 0), 5, 1, 2)
 
 
+# ------------------------------------------------------------------------------- decoder-only models (10, 11)
+def _gpt():
+    from transformer_lib import gpt
+    return gpt
+
+
+def _modern():
+    from transformer_lib import modern
+    return modern
+
+
+def tiny_gpt():
+    torch.manual_seed(0)
+    return _gpt().GPT(_gpt().GPTConfig(vocab_size=11, n_layers=1, d_model=8, n_heads=2, d_ff=16, context=6)).eval()
+
+
+def tiny_block(**switches):
+    return _modern().BlockConfig(vocab_size=11, n_layers=1, d_model=8, n_heads=2, d_ff=16, context=6, **switches)
+
+
+@case("GPTConfig(d_model, n_heads)", "n_heads that does not divide d_model", ValueError, "d_model", "n_heads")
+def _(tmp): _gpt().GPTConfig(vocab_size=11, n_layers=1, d_model=10, n_heads=4, d_ff=16)
+
+
+@case("GPT(config)(tokens)", "a sequence longer than the context", ValueError, "tokens", "context=6")
+def _(tmp): tiny_gpt()(torch.zeros(1, 7, dtype=torch.long))
+
+
+@case("GPT(config)(tokens)", "an id outside the vocabulary", ValueError, "tokens", "11")
+def _(tmp): tiny_gpt()(torch.tensor([[1, 11]]))
+
+
+@case("KVCache(model)(tokens)", "one step past the context, counting the tokens already cached", ValueError,
+      "tokens", "already", "context=6")
+def _(tmp):
+    cache = _gpt().KVCache(tiny_gpt())
+    cache(torch.zeros(1, 6, dtype=torch.long))
+    cache(torch.zeros(1, 1, dtype=torch.long))
+
+
+@case("lm_sequences(..., context)", "a context of 0", ValueError, "context")
+def _(tmp): _gpt().lm_sequences(["a dog"], str.split, tiny_vocab(), 0)
+
+
+@case("caption_corpus(n_train, ...)", "no training captions", ValueError, "n_train")
+def _(tmp): _gpt().caption_corpus(n_train=0)
+
+
+@case("lm_batches(sequences, max_tokens, ...)", "a token budget of 0", ValueError, "max_tokens")
+def _(tmp): list(_gpt().lm_batches([[2, 5, 3]], 0, 1))
+
+
+@case("train_lm(..., epochs, ...)", "zero epochs", ValueError, "epochs")
+def _(tmp): _gpt().train_lm(tiny_gpt(), [[2, 5, 3]], [[2, 5, 3]], 0, 1, log=lambda *_: None)
+
+
+@case("filter_logits(logits, temperature)", "temperature 0 (greedy is its own switch)", ValueError, "temperature",
+      "greedy=True")
+def _(tmp): _gpt().filter_logits(torch.zeros(1, 11), temperature=0)
+
+
+@case("filter_logits(logits, top_p=...)", "top_p above 1", ValueError, "top_p", "(0, 1]")
+def _(tmp): _gpt().filter_logits(torch.zeros(1, 11), top_p=1.5)
+
+
+@case("filter_logits(logits, top_p=...)", "top_p of 0, which keeps no token", ValueError, "top_p", "(0, 1]")
+def _(tmp): _gpt().filter_logits(torch.zeros(1, 11), top_p=0.0)
+
+
+@case("filter_logits(logits, top_k=...)", "top_k of 0", ValueError, "top_k")
+def _(tmp): _gpt().filter_logits(torch.zeros(1, 11), top_k=0)
+
+
+@case("generate(model, prompt, max_new_tokens)", "more new tokens than the context leaves room for", ValueError,
+      "max_new_tokens", "context=6")
+def _(tmp): _gpt().generate(tiny_gpt(), torch.tensor([[2, 5]]), 6)
+
+
+@case("RMSNorm(d_model)(x)", "x whose last dimension is not d_model", ValueError, "8")
+def _(tmp): _modern().RMSNorm(8)(torch.zeros(2, 3, 6))
+
+
+@case("FeedForward(d_model, d_ff)", "d_ff of 0", ValueError, "d_ff")
+def _(tmp): _modern().FeedForward(8, 0)
+
+
+@case("SwiGLU(d_model, d_hidden)", "a dropout of 1", ValueError, "dropout")
+def _(tmp): _modern().SwiGLU(8, 12, dropout=1.0)
+
+
+@case("rope_angles(context, d_k)", "an odd d_k", ValueError, "d_k=7", "pairs")
+def _(tmp): _modern().rope_angles(16, 7)
+
+
+@case("apply_rope(x, angles)", "x before the head split, (B, T, d_model)", ValueError, "x", "heads")
+def _(tmp): _modern().apply_rope(torch.zeros(2, 5, 8), _modern().rope_angles(5, 8))
+
+
+@case("apply_rope(x, angles)", "a sequence past the RoPE table", ValueError, "angles", "RoPE table")
+def _(tmp): _modern().apply_rope(torch.zeros(1, 2, 9, 8), _modern().rope_angles(8, 8))
+
+
+@case("Attention(d_model, n_heads, n_kv_heads)", "n_heads not divisible by n_kv_heads", ValueError, "n_heads=8",
+      "n_kv_heads=3")
+def _(tmp): _modern().Attention(32, 8, 3)
+
+
+@case("BlockConfig(..., norm=...)", "a norm the block does not have", ValueError, "norm", "'rms'")
+def _(tmp): tiny_block(norm="batch")
+
+
+@case("BlockConfig(..., bias=...)", "bias given as a string", TypeError, "bias")
+def _(tmp): tiny_block(bias="no")
+
+
+@case("Block(config)", "a GPTConfig where a BlockConfig is needed", TypeError, "BlockConfig")
+def _(tmp): _modern().Block(_gpt().GPTConfig(vocab_size=11, n_layers=1, d_model=8, n_heads=2, d_ff=16))
+
+
+@case("ModernGPT(config)(tokens, cache)", "a step past the context (and the RoPE table)", ValueError, "tokens",
+      "context=6")
+def _(tmp):
+    model = _modern().ModernGPT(tiny_block(positions="rope")).eval()
+    cache = [None]
+    model(torch.zeros(1, 6, dtype=torch.long), cache)
+    model(torch.zeros(1, 1, dtype=torch.long), cache)
+
+
+@case("from_gpt(gpt)", "a translation model instead of chapter 10's GPT", TypeError, "gpt", "EncoderDecoder")
+def _(tmp): _modern().from_gpt(tiny_model())
+
+
+@case("cache_bytes_per_token(model, tokens)", "more tokens than the model's context", ValueError, "tokens",
+      "context=6")
+def _(tmp): _modern().cache_bytes_per_token(_modern().ModernGPT(tiny_block()), tokens=7)
+
+
 # ---------------------------------------------------------------------------------------------- runtime
 def _runtime():
     from transformer_lib import runtime

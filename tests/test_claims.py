@@ -58,7 +58,7 @@ def test_a_stale_readme_block_is_reported_and_rendering_restores_it():
 
 def test_the_committed_results_come_from_the_cpu_budget():
     expected = {"training.copy_task", "decoding.kv_cache", "translation.cpu_run", "translation.shipped",
-                "fast.fast_path", "fast.profile"}
+                "fast.fast_path", "fast.profile", "gpt.gpt_run", "modern.modern"}
     assert expected <= set(RESULTS)
     for name, values in RESULTS.items():
         assert values["budget"] == "cpu", f"{name} was committed from a {values['budget']} run"

@@ -70,7 +70,8 @@ def test_core_classes_stay_short(module, name, limit):
 @pytest.mark.parametrize("module, name", [
     ("embeddings", "TokenEmbedding"), ("embeddings", "PositionalEncoding"), ("attention", "MultiHeadAttention"),
     ("blocks", "LayerNorm"), ("blocks", "PositionwiseFeedForward"), ("blocks", "EncoderLayer"),
-    ("blocks", "DecoderLayer"), ("model", "EncoderDecoder"),
+    ("blocks", "DecoderLayer"), ("model", "EncoderDecoder"), ("gpt", "GPT"), ("gpt", "KVCache"),
+    ("modern", "RMSNorm"), ("modern", "SwiGLU"), ("modern", "Attention"), ("modern", "Block"), ("modern", "ModernGPT"),
 ])
 def test_a_core_class_spends_at_most_a_line_or_two_on_checks(module, name):
     """Each method calls into transformer_lib.checks at most twice and raises nothing itself."""

@@ -31,7 +31,8 @@ __all__ = [
     "check_shared_vocab", "check_resumable", "check_shipped_model", "check_one_source", "check_training_state",
     "check_resume_data", "check_attention_ids", "check_attention_kind", "check_map_labels", "check_symbols",
     "check_search", "check_encoder_decoder", "check_word_counts", "check_bpe", "check_tokenizer_dict",
-    "read_checkpoint_tokenizers",
+    "read_checkpoint_tokenizers", "check_gpt_config", "check_gpt_tokens", "check_sampling", "check_generate",
+    "check_rope", "check_rope_input", "check_gqa", "check_block_config",
 ]
 
 
@@ -48,6 +49,12 @@ def check_ints(**values) -> None:
     """check_int for each keyword, in order: check_ints(d_model=d_model, d_ff=d_ff)."""
     for name, value in values.items():
         check_int(name, value)
+
+
+def check_instance(name: str, value, cls: type, what: str = "") -> None:
+    """Raise TypeError unless value is a cls, naming the argument (what: words after the class's name)."""
+    if not isinstance(value, cls):
+        raise TypeError(f"{name} must be a {cls.__name__}{what}, got {type(value).__name__}")
 
 
 def check_probability(name: str, value) -> None:
@@ -816,3 +823,87 @@ def check_map_labels(kind: str, shape, rows: str, row_tokens, cols: str, col_tok
     if tuple(shape[2:]) != (len(row_tokens), len(col_tokens)):
         raise ValueError(f"{kind} maps are {shape[2]} x {shape[3]}, but there are {len(row_tokens)} {rows} "
                          f"and {len(col_tokens)} {cols} tokens")
+
+
+# ------------------------------------------------------------------------------------------- decoder-only models
+def check_gpt_config(config) -> None:
+    """GPTConfig: positive sizes, n_heads dividing d_model, a dropout probability."""
+    check_ints(vocab_size=config.vocab_size, n_layers=config.n_layers, d_model=config.d_model, d_ff=config.d_ff,
+               context=config.context)
+    check_heads(config.d_model, config.n_heads, config.dropout)
+
+
+def check_gpt_tokens(tokens, config, already: int = 0) -> None:
+    """A decoder-only model's input: (B, T) ids in its vocabulary, and no more positions than its context."""
+    check_token_batch("tokens", tokens)
+    check_token_ids("tokens", tokens, config.vocab_size)
+    if already + tokens.size(1) > config.context:
+        held = f" after the {already} already read" if already else ""
+        n = tokens.size(1)
+        count = f"{n} tokens{held} go" if n != 1 else f"1 token{held} goes"
+        raise ValueError(f"tokens: {count} past the model's context={config.context} positions; feed fewer, or "
+                         "build the model with a larger context")
+
+
+def check_sampling(temperature, top_k, top_p) -> None:
+    """Sampling knobs: temperature > 0, top_k a positive int or None, top_p in (0, 1]."""
+    check_number("temperature", temperature)
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0, got {temperature!r}; for the most probable token, use greedy=True")
+    if top_k is not None:
+        check_int("top_k", top_k)
+    check_number("top_p", top_p)
+    if not 0 < top_p <= 1:
+        raise ValueError(f"top_p must lie in (0, 1], got {top_p!r}")
+
+
+def check_generate(model, prompt, max_new_tokens) -> None:
+    """generate's inputs: a prompt the model can read and room in its context for the new tokens."""
+    check_int("max_new_tokens", max_new_tokens)
+    check_gpt_tokens(prompt, model.config)
+    needed = prompt.size(1) + max_new_tokens - 1  # the last new token is written, never read
+    if needed > model.config.context:
+        raise ValueError(f"a prompt of {prompt.size(1)} tokens and max_new_tokens={max_new_tokens} need {needed} "
+                         f"positions, past the model's context={model.config.context}")
+
+
+def check_rope(context, d_k) -> None:
+    """rope_angles' sizes: positive, and d_k even (RoPE turns pairs of dimensions)."""
+    check_ints(context=context, d_k=d_k)
+    if d_k % 2:
+        raise ValueError(f"d_k={d_k} must be even: RoPE rotates pairs of dimensions")
+
+
+def check_rope_input(x, angles) -> None:
+    """apply_rope's inputs: x (B, h, T, d_k) and angles (T, d_k / 2), one row per position of x."""
+    if not isinstance(x, torch.Tensor) or x.dim() != 4:
+        raise ValueError(f"x must be (batch, heads, positions, d_k), heads already split; got {_shape(x)}")
+    if not isinstance(angles, torch.Tensor) or angles.dim() != 2 or angles.size(1) * 2 != x.size(-1):
+        raise ValueError(f"angles must be (positions, d_k / 2) = (T, {x.size(-1) // 2}) for x of shape "
+                         f"{tuple(x.shape)}, got {_shape(angles)}")
+    if angles.size(0) != x.size(2):
+        raise ValueError(f"angles has {angles.size(0)} positions and x {x.size(2)}: a sequence past the RoPE table "
+                         "(rope_angles(context, ...)) or the wrong rows of it")
+
+
+def check_gqa(d_model, n_heads, n_kv_heads, dropout) -> None:
+    """Grouped-query attention: MultiHeadAttention's checks, and n_kv_heads dividing n_heads."""
+    check_heads(d_model, n_heads, dropout)
+    check_int("n_kv_heads", n_kv_heads)
+    if n_heads % n_kv_heads:
+        raise ValueError(f"n_heads={n_heads} is not divisible by n_kv_heads={n_kv_heads}; each key/value head "
+                         "serves n_heads // n_kv_heads query heads")
+
+
+def check_block_config(config) -> None:
+    """BlockConfig: GPTConfig's sizes, each switch one of its names, n_kv_heads dividing n_heads."""
+    check_gpt_config(config)
+    for name, allowed in (("norm", ("layer", "rms")), ("ffn", ("relu", "swiglu")), ("positions", ("sinusoidal", "rope"))):
+        if getattr(config, name) not in allowed:
+            raise ValueError(f"{name} must be one of {allowed}, got {getattr(config, name)!r}")
+    if config.n_kv_heads is not None:
+        check_gqa(config.d_model, config.n_heads, config.n_kv_heads, config.dropout)
+    if not isinstance(config.bias, bool):
+        raise TypeError(f"bias must be True or False, got {config.bias!r}")
+    if config.positions == "rope":
+        check_rope(config.context, config.d_model // config.n_heads)
