@@ -25,7 +25,8 @@ def solutions(chapter: int):
 
 
 SOLVED = {"1.1": "sinusoidal", "1.2": "pe_dot", "1.3": "wavelengths", "1.4": "closest", "2.1": "masked_softmax",
-          "2.2": "attention", "2.3": "causal_mask", "2.4": "score_variance", "2.5": "split_heads"}
+          "2.2": "attention", "2.3": "causal_mask", "2.4": "score_variance", "2.5": "split_heads",
+          "3.1": "layer_norm", "3.2": "sublayer", "3.3": "ffn_parameters", "3.4": "ffn_share"}
 
 
 @pytest.mark.parametrize("number", sorted(EXERCISES))
@@ -66,6 +67,23 @@ def _softmax_zero_fill(scores, mask):
     return scores.masked_fill(~mask, 0.0).softmax(-1)
 
 
+def _layer_norm_unbiased(x, gain, bias, eps):
+    return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps) * gain + bias
+
+
+def _layer_norm_eps_outside(x, gain, bias, eps):
+    return (x - x.mean(-1, keepdim=True)) / (x.var(-1, unbiased=False, keepdim=True).sqrt() + eps) * gain + bias
+
+
+def _layer_norm_no_gain(x, gain, bias, eps):
+    return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + eps) + bias
+
+
+def _ffn_share_without_norms(d_model, d_ff):
+    ffn = 2 * d_model * d_ff + d_ff + d_model
+    return ffn / (ffn + 4 * (d_model * d_model + d_model))
+
+
 def _attention_unscaled(q, k, v):
     w = (q @ k.transpose(-2, -1)).softmax(-1)
     return w @ v, w
@@ -103,6 +121,17 @@ MISTAKES = [
     ("2.5", lambda x, h: x.view(x.size(0), h, x.size(1), x.size(2) // h),
      "view as (B, T, heads, d_k), then transpose(1, 2)"),
     ("2.5", lambda x, h: x.view(x.size(0), x.size(1), h, -1), "should return shape (2, 4, 3, 2)"),
+    ("3.1", _layer_norm_unbiased, "divide by d, not d - 1"),
+    ("3.1", _layer_norm_eps_outside, "eps goes inside the square root"),
+    ("3.1", _layer_norm_no_gain, "then scale by gain and add bias"),
+    ("3.2", lambda x, fn, norm, first: norm(x) + fn(norm(x)) if first else norm(x + fn(x)),
+     "the residual must carry x itself"),
+    ("3.2", lambda x, fn, norm, first: x + fn(norm(x)) if first else x + norm(fn(x)), "post-norm normalizes the sum"),
+    ("3.2", lambda x, fn, norm, first: norm(x + fn(x)) if first else x + fn(norm(x)), "you computed the other one"),
+    ("3.3", lambda d_model, d_ff: 2 * d_model * d_ff, "add the biases, 2,048 for w_1 and 512 for w_2"),
+    ("3.3", lambda d_model, d_ff: 2 * d_model * d_ff + 2 * d_model, "has 2,099,712 parameters, got 2098176"),
+    ("3.4", _ffn_share_without_norms, "the two layer norms' gains and biases too"),
+    ("3.4", lambda d_model, d_ff: 0.5, "got 0.5000"),
 ]
 
 
@@ -152,5 +181,6 @@ def test_each_chapter_states_and_checks_its_exercises_unsolved(chapter_number):
 def test_the_readme_counts_the_exercises_and_the_mistakes():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     chapters = sorted({int(n.split(".")[0]) for n in EXERCISES})
-    assert f"Chapters {' and '.join(map(str, chapters))} end with {len(EXERCISES)} exercises" in readme
+    listed = ", ".join(map(str, chapters[:-1])) + f" and {chapters[-1]}"
+    assert f"Chapters {listed} end with {len(EXERCISES)} exercises" in readme
     assert f"that {len(MISTAKES)} mistakes a learner makes" in readme
