@@ -26,7 +26,15 @@ def solutions(chapter: int):
 
 SOLVED = {"1.1": "sinusoidal", "1.2": "pe_dot", "1.3": "wavelengths", "1.4": "closest", "2.1": "masked_softmax",
           "2.2": "attention", "2.3": "causal_mask", "2.4": "score_variance", "2.5": "split_heads",
-          "3.1": "layer_norm", "3.2": "sublayer", "3.3": "ffn_parameters", "3.4": "ffn_share"}
+          "3.1": "layer_norm", "3.2": "sublayer", "3.3": "ffn_parameters", "3.4": "ffn_share",
+          "4.1": "model_parameters", "4.2": "cross_attention_mask", "4.3": "tie", "4.4": "xavier_token_rms",
+          "5.1": "rate", "5.2": "smoothed", "5.3": "floor", "5.4": "micro_batch_weights",
+          "6.1": "build_vocab", "6.2": "count_pairs", "6.3": "encode_word", "6.4": "padding_share",
+          "7.1": "length_penalty", "7.2": "top_k_beams", "7.3": "greedy", "7.4": "decoder_positions",
+          "8.1": "modified_precision", "8.2": "brevity_penalty", "8.3": "corpus_bleu", "8.4": "average_state_dicts",
+          "9.1": "fuse_qkv", "9.2": "bf16_spacing", "9.3": "quantize_rows", "9.4": "smoothed_kl",
+          "10.1": "shift", "10.2": "corpus_perplexity", "10.3": "top_p_filter", "10.4": "sample_probs",
+          "10.5": "cache_bytes", "11.1": "rms_norm", "11.2": "swiglu_hidden", "11.3": "rope", "11.4": "repeat_kv"}
 
 
 @pytest.mark.parametrize("number", sorted(EXERCISES))
@@ -84,6 +92,139 @@ def _ffn_share_without_norms(d_model, d_ff):
     return ffn / (ffn + 4 * (d_model * d_model + d_model))
 
 
+def _parameters_without_generator_bias(vocab, n_layers, d_model, d_ff, shared):
+    return solutions(4).model_parameters(vocab, n_layers, d_model, d_ff, shared) - vocab
+
+
+def _parameters_without_cross_attention(vocab, n_layers, d_model, d_ff, shared):
+    return solutions(4).model_parameters(vocab, n_layers, d_model, d_ff, shared) - n_layers * (4 * d_model**2 + 6 * d_model)
+
+
+def _tie_by_copying(model):
+    with torch.no_grad():
+        model.tgt_embed[0].embedding.weight.copy_(model.src_embed[0].embedding.weight)
+        model.generator.proj.weight.copy_(model.src_embed[0].embedding.weight)
+
+
+def _tie_generator_only(model):
+    model.generator.proj.weight = model.src_embed[0].embedding.weight
+
+
+def _vocab_in_order_of_appearance(sentences, min_freq):
+    from collections import Counter
+    counts = Counter(t for s in sentences for t in s)
+    return ["<unk>", "<pad>", "<s>", "</s>", *(t for t, n in counts.most_common() if n >= min_freq)]
+
+
+def _pairs_once_per_word(word_counts):
+    from collections import Counter
+    from transformer_lib.data import initial_symbols
+    pairs = Counter()
+    for word, n in word_counts.items():
+        symbols = initial_symbols(word)
+        for pair in set(zip(symbols, symbols[1:])):
+            pairs[pair] += n
+    return pairs
+
+
+def _encode_first_occurrence_only(word, merges):
+    from transformer_lib.data import initial_symbols
+    symbols = initial_symbols(word)
+    for left, right in merges:
+        for i in range(len(symbols) - 1):
+            if (symbols[i], symbols[i + 1]) == (left, right):
+                symbols[i:i + 2] = [left + right]
+                break
+    return symbols
+
+
+def _top_k_one_per_beam(scores, k):
+    best, token = scores.max(dim=1)
+    order = best.argsort(descending=True)[:k]
+    return order, token[order], best[order]
+
+
+def _greedy_without_stop(step, bos, eos, max_len):
+    prefix = [bos]
+    while len(prefix) - 1 < max_len:
+        prefix.append(int(step(prefix).argmax()))
+    return prefix[1:]
+
+
+def _unclipped_precision(hyp, ref, n):
+    grams = [tuple(hyp[i:i + n]) for i in range(len(hyp) - n + 1)]
+    in_ref = {tuple(ref[i:i + n]) for i in range(len(ref) - n + 1)}
+    return sum(g in in_ref for g in grams), len(grams)
+
+
+def _mean_of_sentence_bleus(hyps, refs):
+    return sum(solutions(8).corpus_bleu([h], [r]) for h, r in zip(hyps, refs)) / len(hyps)
+
+
+def _fuse_without_biases(q, k, v):
+    fused = solutions(9).fuse_qkv(q, k, v)
+    torch.nn.init.zeros_(fused.bias)
+    return fused
+
+
+def _fuse_along_inputs(q, k, v):
+    fused = torch.nn.Linear(3 * q.in_features, q.out_features)
+    with torch.no_grad():
+        fused.weight.copy_(torch.cat([q.weight, k.weight, v.weight], dim=1))
+    return fused
+
+
+def _quantize_whole_matrix(w):
+    scale = w.abs().max() / 127
+    return torch.round(w / scale).to(torch.int8), scale
+
+
+def _quantize_truncating(w):
+    scale = w.abs().amax(dim=1, keepdim=True) / 127
+    return (w / scale).to(torch.int8), scale
+
+
+def _cross_entropy_not_kl(log_probs, target, smoothing, pad):
+    V = log_probs.size(1)
+    dist = torch.full_like(log_probs, smoothing / (V - 2))
+    dist.scatter_(1, target[:, None], 1 - smoothing)
+    dist[:, pad] = 0
+    return float(-(dist * log_probs)[target != pad].sum())
+
+
+def _top_p_strictly_below(logits, p):
+    sorted_logits, order = logits.sort(-1, descending=True)
+    cumulative = sorted_logits.softmax(-1).cumsum(-1)
+    return logits.scatter(-1, order, sorted_logits.masked_fill(cumulative > p, float("-inf")))
+
+
+def _rope_halves(x, base):
+    T, d_k = x.size(-2), x.size(-1)
+    angles = torch.arange(T, dtype=torch.float64)[:, None] * base ** (-torch.arange(0, d_k, 2, dtype=torch.float64) / d_k)
+    cos, sin, half = angles.cos(), angles.sin(), d_k // 2
+    return torch.cat([x[..., :half] * cos - x[..., half:] * sin, x[..., :half] * sin + x[..., half:] * cos], -1)
+
+
+def _smoothed_over_v_minus_1(target, vocab, pad, eps):
+    dist = solutions(5).smoothed(target, vocab, pad, eps)
+    dist[dist == eps / (vocab - 2)] = eps / (vocab - 1)
+    return dist
+
+
+def _smoothed_keeps_padding_rows(target, vocab, pad, eps):
+    dist = torch.full((len(target), vocab), eps / (vocab - 2), dtype=torch.float64)
+    dist[torch.arange(len(target)), target] = 1 - eps
+    dist[:, pad] = 0.0
+    return dist
+
+
+def _smoothed_padding_column(target, vocab, pad, eps):
+    dist = torch.full((len(target), vocab), eps / (vocab - 2), dtype=torch.float64)
+    dist[torch.arange(len(target)), target] = 1 - eps
+    dist[target == pad] = 0.0
+    return dist
+
+
 def _attention_unscaled(q, k, v):
     w = (q @ k.transpose(-2, -1)).softmax(-1)
     return w @ v, w
@@ -132,6 +273,72 @@ MISTAKES = [
     ("3.3", lambda d_model, d_ff: 2 * d_model * d_ff + 2 * d_model, "has 2,099,712 parameters, got 2098176"),
     ("3.4", _ffn_share_without_norms, "the two layer norms' gains and biases too"),
     ("3.4", lambda d_model, d_ff: 0.5, "got 0.5000"),
+    ("4.1", _parameters_without_generator_bias, "the generator's linear layer has a bias"),
+    ("4.1", _parameters_without_cross_attention, "each decoder layer has a second attention"),
+    ("4.1", lambda v, n, d, f, shared: solutions(4).model_parameters(v, n, d, f, False), "are one tensor"),
+    ("4.2", lambda src, tgt_len, pad: (src == pad)[:, None, None, :], "got True at the source padding"),
+    ("4.2", lambda src, tgt_len, pad: (src != pad)[:, None, None, :] & torch.ones(tgt_len, src.size(1)).tril().bool(),
+     "cross-attention has no causal part"),
+    ("4.2", lambda src, tgt_len, pad: (src != pad)[:, None, :, None], "should broadcast to"),
+    ("4.3", _tie_by_copying, "they are three Parameters"),
+    ("4.3", _tie_generator_only, "the target embedding's weight should be"),
+    ("4.4", lambda v, d: math.sqrt(2 / (v + d)), "multiplies its table by sqrt(d_model)"),
+    ("4.4", lambda v, d: math.sqrt(d) * math.sqrt(6 / (v + d)), "whose standard deviation is a / sqrt(3)"),
+    ("6.1", lambda sentences, min_freq: solutions(6).build_vocab(sentences, min_freq)[4:], "the four specials come first"),
+    ("6.1", _vocab_in_order_of_appearance, "ties in alphabetical order"),
+    ("6.1", lambda sentences, min_freq: solutions(6).build_vocab(sentences, min_freq + 1), "is kept"),
+    ("6.2", lambda word_counts: solutions(6).count_pairs({w: 1 for w in word_counts}), "each pre-token counted as often"),
+    ("6.2", _pairs_once_per_word, "every place in it counted"),
+    ("6.3", _encode_first_occurrence_only, "each joining every occurrence"),
+    ("6.3", lambda word, merges: solutions(6).encode_word(word, merges[::-1]), "in the order they were learned"),
+    ("6.4", lambda batches: sum(max(b) - n for b in batches for n in b) / sum(map(sum, batches)), "not by the real tokens"),
+    ("6.4", lambda batches: 1 - sum(map(sum, batches)) / (sum(map(len, batches)) * max(map(max, batches))),
+     "padded to its own longest"),
+    ("7.1", lambda length, alpha: length**alpha, "is a plain power of the length"),
+    ("7.1", lambda length, alpha: (5 + length) ** alpha / 6, "the penalty is"),
+    ("7.2", _top_k_one_per_beam, "need not come from 3 different beams"),
+    ("7.2", lambda s, k: tuple(reversed(solutions(7).top_k_beams(s, k)[:2])) + (s.flatten().topk(k)[0],),
+     "index i is beam i // 7"),
+    ("7.3", _greedy_without_stop, "stops once it has produced the end symbol"),
+    ("7.3", lambda step, bos, eos, max_len: solutions(7).greedy(lambda p: step(p[-1:]), bos, eos, max_len),
+     "step takes the whole prefix"),
+    ("7.4", lambda n, cached: n * (n + 1) // 2, "with the cache each step runs the new position only"),
+    ("7.4", lambda n, cached: n if cached else n * n, "without a cache step t runs the decoder over all t"),
+    ("8.1", _unclipped_precision, "clip each n-gram's count"),
+    ("8.2", lambda c, r: math.exp(1 - r / c), "is not penalized"),
+    ("8.2", lambda c, r: 1.0 if c >= r else math.exp(1 - c / r), "the penalty is"),
+    ("8.3", _mean_of_sentence_bleus, "is not the mean of sentence BLEUs"),
+    ("8.3", lambda hyps, refs: solutions(8).corpus_bleu(hyps, refs) / 100, "sacreBLEU (tokenize='none', no smoothing)"),
+    ("8.4", lambda dicts: {k: sum(d[k] for d in dicts) for k in dicts[-1]}, "that is the sum"),
+    ("8.4", lambda dicts: {k: sum(d[k] for d in dicts) / len(dicts) for k in dicts[-1]}, "an integer entry"),
+    ("9.1", _fuse_without_biases, "did the biases come along"),
+    ("9.1", _fuse_along_inputs, "its weight has shape (24, 8)"),
+    ("9.2", lambda x: 2.0 ** (math.floor(math.log2(abs(x))) - 10), "that is float16's gap"),
+    ("9.2", lambda x: 2.0**-7, "the gap grows with the number"),
+    ("9.3", _quantize_whole_matrix, "one scale for the whole matrix"),
+    ("9.3", _quantize_truncating, "round to the nearest integer"),
+    ("9.4", _cross_entropy_not_kl, "that is the cross-entropy"),
+    ("10.1", lambda tokens: (tokens, tokens), "learns to copy the token"),
+    ("10.1", lambda tokens: (tokens[:, 1:], tokens[:, :-1]), "that is backwards"),
+    ("10.2", lambda nll, n: math.exp(sum(a / b for a, b in zip(nll, n)) / len(n)), "pool the log-likelihoods"),
+    ("10.2", lambda nll, n: 2 ** (sum(nll) / sum(n)), "natural logarithms"),
+    ("10.3", _top_p_strictly_below, "keep the token whose probability takes the sum to p"),
+    ("10.4", lambda logits, t: (logits * t).softmax(-1), "divide the logits by the temperature"),
+    ("10.5", lambda n_layers, d_model, tokens, b: n_layers * d_model * tokens * b, "keys and values"),
+    ("11.1", lambda x, g, eps: solutions(11).rms_norm(x - x.mean(-1, keepdim=True), g, eps), "does not subtract the mean"),
+    ("11.1", lambda x, g, eps: x / (x.pow(2).mean(-1, keepdim=True).sqrt() + eps) * g, "eps goes inside"),
+    ("11.2", lambda d_model, d_ff: d_ff, "solve 3 d_model h = 2 d_model d_ff"),
+    ("11.3", _rope_halves, "the 'halves' layout"),
+    ("11.4", lambda k, group: k.repeat(1, group, 1, 1), "that tiles the stack"),
+    ("5.1", lambda step, d, w: min(step**-0.5, step * w**-1.5), "the schedule is scaled by d_model^-0.5"),
+    ("5.1", lambda step, d, w: d**-0.5 * min(step**-0.5, step * w**-0.5), "at step 1 (d_model=512, warmup=4000)"),
+    ("5.2", _smoothed_over_v_minus_1, "not 0.3/6"),
+    ("5.2", _smoothed_keeps_padding_rows, "its row must be all zeros"),
+    ("5.2", _smoothed_padding_column, "column padding_idx must be 0"),
+    ("5.3", lambda v: 0.0, "so the probabilities pass through a softmax again"),
+    ("5.3", lambda v: math.log(v), "for vocab_size=2 the lowest loss is 0.3133, got 0.6931"),
+    ("5.4", lambda counts: [1 / len(counts)] * len(counts), "weight each by its share of the step's tokens"),
+    ("5.4", lambda counts: [n / max(counts) for n in counts], "should be [0.6, 0.2, 0.2]"),
 ]
 
 
@@ -180,7 +387,16 @@ def test_each_chapter_states_and_checks_its_exercises_unsolved(chapter_number):
 
 def test_the_readme_counts_the_exercises_and_the_mistakes():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    chapters = sorted({int(n.split(".")[0]) for n in EXERCISES})
-    listed = ", ".join(map(str, chapters[:-1])) + f" and {chapters[-1]}"
-    assert f"Chapters {listed} end with {len(EXERCISES)} exercises" in readme
+    per_chapter = [len(_chapter_exercises(i + 1)) for i in range(len(BOOK.chapters))]
+    assert min(per_chapter) >= 4, "every chapter of book.yml ends with exercises"
+    low, high = min(per_chapter), max(per_chapter)
+    span = f"{low}" if low == high else f"{low} or {high}" if high == low + 1 else f"{low} to {high}"
+    assert f"Every chapter ends with {span} exercises, {len(EXERCISES)} in all" in readme
     assert f"that {len(MISTAKES)} mistakes a learner makes" in readme
+
+
+def test_the_xavier_reference_is_what_xavier_uniform_draws():
+    table = torch.empty(7851, 256)
+    torch.nn.init.xavier_uniform_(table, generator=torch.Generator().manual_seed(0))
+    measured = (table * 256**0.5).pow(2).mean().sqrt().item()
+    assert abs(measured - solutions(4).xavier_token_rms(7851, 256)) < 0.005 * measured

@@ -1,0 +1,77 @@
+# Hand-written tool module (not generated from a notebook).
+"""The checks of chapter 1's exercises (notebooks/01_embeddings.ipynb)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch, _table, _tensor
+
+
+@_exercise("1.1", "the sinusoidal table")
+def _(sinusoidal):
+    for max_len, d_model in ((50, 16), (9, 4)):
+        got, want = _tensor("sinusoidal(max_len, d_model)", sinusoidal(max_len, d_model), (max_len, d_model)), \
+            _table(max_len, d_model)
+        swapped = torch.empty_like(want)
+        swapped[:, 0::2], swapped[:, 1::2] = want[:, 1::2], want[:, 0::2]
+        if torch.allclose(got, swapped, atol=1e-4):
+            raise Wrong("sines and cosines are swapped: even dimensions 2i take the sine, odd ones 2i+1 the cosine")
+        where = _first_mismatch(got, want)
+        if where:
+            raise Wrong(f"for max_len={max_len}, d_model={d_model}, {where} (row = position, column = dimension; "
+                        "pair i turns at the frequency 1 / 10000^(2i / d_model))")
+    return "It equals transformer_lib.embeddings.sinusoidal_table."
+
+
+@_exercise("1.2", "PE(p) . PE(p + k) depends on k alone")
+def _(pe_dot):
+    d_model, table = 16, _table(64, 16)
+    for k in range(0, 30):
+        want = float(table[0] @ table[k])
+        got = pe_dot(k, d_model)
+        if not isinstance(got, (int, float)) and not (isinstance(got, torch.Tensor) and got.numel() == 1):
+            raise Wrong(f"pe_dot(k, d_model) should return a number, got {type(got).__name__}")
+        if abs(float(got) - want) > 1e-4:
+            raise Wrong(f"for k={k}, d_model={d_model} the dot product of the table's rows p and p + k is {want:.4f} "
+                        f"for every p, got {float(got):.4f}")
+    return "Your closed form gives the table's dot products for every offset k from 0 to 29."
+
+
+@_exercise("1.3", "the wavelengths")
+def _(wavelengths):
+    for d_model in (16, 512):
+        i = torch.arange(d_model // 2, dtype=torch.float64)
+        omega = 10000.0 ** (-2 * i / d_model)
+        got = _tensor(f"wavelengths({d_model})", wavelengths(d_model), (d_model // 2,))
+        if torch.allclose(got, omega, rtol=1e-4):
+            raise Wrong("these are the frequencies omega_i; a wavelength is the distance of one full turn, 2*pi / omega_i")
+        want = 2 * math.pi / omega
+        bad = ((got - want).abs() > 1e-4 * want).nonzero()
+        if len(bad):
+            j = int(bad[0])
+            raise Wrong(f"for d_model={d_model}, pair {j} should have wavelength {want[j].item():.4f} "
+                        f"(2*pi / omega_{j} with omega_i = 10000^(-2i / d_model)), got {got[j].item():.4f}")
+    return ("From 2*pi for the first pair, each pair's wavelength is the last one's times the same factor, up to "
+            "almost 10000 * 2*pi: the geometric progression of section 3.5.")
+
+
+@_exercise("1.4", "the nearest position")
+def _(closest):
+    table = _table(50, 32)
+    for p in (0, 5, 20, 49):
+        got = closest(table.float(), p)
+        got = int(got) if not isinstance(got, torch.Tensor) else int(got.item())
+        if got == p:
+            raise Wrong(f"closest(table, {p}) returned {p} itself: look among the other positions q != p")
+        if not 0 <= got < len(table):
+            raise Wrong(f"closest(table, {p}) should be a position from 0 to {len(table) - 1}, got {got}")
+        scores = table @ table[p]
+        scores[p] = -math.inf
+        want = int(scores.argmax())  # p - 1 and p + 1 tie: the dot product depends on |offset| alone
+        if scores[got] < scores[want] - 1e-6:
+            raise Wrong(f"closest(table, {p}) should be {want} (its dot product with PE({p}) is "
+                        f"{float(scores[want]):.3f}), got {got} ({float(scores[got]):.3f})")
+    return "For every position tried it finds a neighbour, p - 1 or p + 1, whose dot products with PE(p) tie."

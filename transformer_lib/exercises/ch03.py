@@ -1,0 +1,78 @@
+# Hand-written tool module (not generated from a notebook).
+"""The checks of chapter 3's exercises (notebooks/03_blocks.ipynb)."""
+
+from __future__ import annotations
+
+import torch
+
+from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch, _tensor
+
+
+@_exercise("3.1", "layer norm")
+def _(layer_norm):
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 5, 16, generator=g, dtype=torch.float64) * 3 + 1
+    gain, bias = torch.rand(16, generator=g, dtype=torch.float64) + 0.5, torch.randn(16, generator=g, dtype=torch.float64)
+    eps = 0.5  # large, so that where it goes shows
+    got = _tensor("layer_norm(x, gain, bias, eps)", layer_norm(x, gain, bias, eps), x.shape)
+    want = torch.nn.functional.layer_norm(x, (16,), gain, bias, eps)
+    centred = x - x.mean(-1, keepdim=True)
+    if torch.allclose(got, centred / torch.sqrt(x.var(-1, keepdim=True) + eps) * gain + bias, atol=1e-6):
+        raise Wrong("divide by d, not d - 1: layer norm uses the biased variance, x.var(-1, unbiased=False)")
+    if torch.allclose(got, centred / (x.var(-1, unbiased=False, keepdim=True).sqrt() + eps) * gain + bias, atol=1e-6):
+        raise Wrong("eps goes inside the square root: (x - mean) / sqrt(var + eps), as torch.nn.LayerNorm does")
+    where = _first_mismatch(got, want, 1e-6)
+    if where:
+        raise Wrong(f"normalize each vector over its last dimension, then scale by gain and add bias; {where}")
+    return "It equals torch.nn.functional.layer_norm."
+
+
+@_exercise("3.2", "post-norm and pre-norm residuals")
+def _(sublayer):
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(3, 8, generator=g, dtype=torch.float64) * 2
+    fn = lambda t: torch.tanh(t) * 3 + 1  # noqa: E731 - a sublayer whose output is far from normalized
+    norm = lambda t: torch.nn.functional.layer_norm(t, (8,))  # noqa: E731
+    for norm_first, want, name in ((False, norm(x + fn(x)), "post-norm"), (True, x + fn(norm(x)), "pre-norm")):
+        got = _tensor(f"sublayer(x, fn, norm, norm_first={norm_first})", sublayer(x, fn, norm, norm_first), x.shape)
+        if torch.allclose(got, want, atol=1e-9):
+            continue
+        if norm_first and torch.allclose(got, norm(x) + fn(norm(x)), atol=1e-9):
+            raise Wrong("pre-norm: the residual must carry x itself, x + fn(norm(x)), not norm(x)")
+        if not norm_first and torch.allclose(got, x + norm(fn(x)), atol=1e-9):
+            raise Wrong("post-norm normalizes the sum: norm(x + fn(x)), not x + norm(fn(x))")
+        if torch.allclose(got, (x + fn(norm(x))) if not norm_first else norm(x + fn(x)), atol=1e-9):
+            raise Wrong(f"norm_first={norm_first} asks for {name}; you computed the other one")
+        raise Wrong(f"{name} should be {'x + fn(norm(x))' if norm_first else 'norm(x + fn(x))'}; "
+                    f"{_first_mismatch(got, want, 1e-9)}")
+    return "Post-norm is norm(x + fn(x)), pre-norm x + fn(norm(x)): only pre-norm keeps x on an unnormalized path."
+
+
+@_exercise("3.3", "the feed-forward network's size")
+def _(ffn_parameters):
+    from transformer_lib.blocks import PositionwiseFeedForward
+    for d_model, d_ff in ((512, 2048), (64, 256)):
+        want = sum(p.numel() for p in PositionwiseFeedForward(d_model, d_ff).parameters())
+        got = ffn_parameters(d_model, d_ff)
+        if got == 2 * d_model * d_ff:
+            raise Wrong(f"for d_model={d_model}, d_ff={d_ff} the network has {want:,} parameters: you counted the two "
+                        f"weight matrices; add the biases, {d_ff:,} for w_1 and {d_model:,} for w_2")
+        if got != want:
+            raise Wrong(f"for d_model={d_model}, d_ff={d_ff} the network has {want:,} parameters, got {got!r}")
+    return "The paper's base layer spends 2,099,712 parameters on its feed-forward network."
+
+
+@_exercise("3.4", "where an encoder layer's parameters are")
+def _(ffn_share):
+    from transformer_lib.blocks import EncoderLayer
+    layer = EncoderLayer(512, 8, 2048)
+    total = sum(p.numel() for p in layer.parameters())
+    want = sum(p.numel() for p in layer.feed_forward.parameters()) / total
+    got = float(ffn_share(512, 2048))
+    if abs(got - want) > 1e-6:
+        attention_only = sum(p.numel() for p in layer.feed_forward.parameters()) / (
+            total - sum(p.numel() for n, p in layer.named_parameters() if "norm" in n))
+        hint = (": count every parameter of the layer, the two layer norms' gains and biases too"
+                if abs(got - attention_only) < 1e-6 else "")
+        raise Wrong(f"the feed-forward network holds {want:.4f} of the layer's {total:,} parameters, got {got:.4f}{hint}")
+    return f"Two thirds of an encoder layer is its feed-forward network ({want:.1%}); attention is the rest, nearly."

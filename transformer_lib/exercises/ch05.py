@@ -1,0 +1,74 @@
+# Hand-written tool module (not generated from a notebook).
+"""The checks of chapter 5's exercises (notebooks/05_training.ipynb)."""
+
+from __future__ import annotations
+
+import torch
+
+from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch, _tensor
+
+
+@_exercise("5.1", "the learning-rate schedule")
+def _(rate):
+    from transformer_lib.training import rate as book_rate
+    for d_model, warmup in ((512, 4000), (256, 400)):
+        for step in (1, warmup // 2, warmup, 4 * warmup):
+            want, got = book_rate(step, d_model, 1.0, warmup), rate(step, d_model, warmup)
+            if abs(float(got) - want) <= 1e-9 * max(want, 1e-12):
+                continue
+            if abs(float(got) - want * d_model**0.5) <= 1e-9 * want * d_model**0.5:
+                raise Wrong("the schedule is scaled by d_model^-0.5: lr = d_model^-0.5 * min(step^-0.5, "
+                            "step * warmup^-1.5)")
+            raise Wrong(f"at step {step} (d_model={d_model}, warmup={warmup}) the rate is {want:.3e}, got {float(got):.3e}")
+    return "It rises linearly for warmup steps, peaks at step == warmup and decays as 1/sqrt(step)."
+
+
+@_exercise("5.2", "the label-smoothed target distribution")
+def _(smoothed):
+    from transformer_lib.training import LabelSmoothing
+    vocab, pad, eps = 7, 0, 0.3
+    target = torch.tensor([3, 0, 6, 1])
+    got = _tensor("smoothed(target, vocab_size, padding_idx, smoothing)", smoothed(target, vocab, pad, eps), (4, vocab))
+    want = LabelSmoothing(vocab, pad, eps).target_distribution(target, torch.float64)
+    if got[1].abs().sum() > 1e-9:
+        raise Wrong("a padding target (row 1) contributes nothing to the loss: its row must be all zeros")
+    if got[:, pad][target != pad].abs().max() > 1e-9:
+        raise Wrong("the padding token is never a right answer: column padding_idx must be 0 in every row")
+    if abs(got[0, 3].item() - (1 - eps)) > 1e-9:
+        raise Wrong(f"the target token keeps 1 - smoothing = {1 - eps:.2f}, got {got[0, 3].item():.4f} at row 0, column 3")
+    if abs(got[0, 2].item() - eps / (vocab - 1)) < 1e-9:
+        raise Wrong(f"smoothing is spread over vocab_size - 2 tokens (not the target, not padding): {eps}/{vocab - 2} each, "
+                    f"not {eps}/{vocab - 1}")
+    where = _first_mismatch(got, want, 1e-9)
+    if where:
+        raise Wrong(f"the smoothed distribution differs from chapter 5's: {where}")
+    return "Each real row sums to 1: 1 - smoothing on the target, the rest shared by the other real tokens."
+
+
+@_exercise("5.3", "softmax before cross-entropy")
+def _(floor):
+    for vocab in (2, 11, 1000):
+        logits = torch.full((1, vocab), -1e4, dtype=torch.float64)
+        logits[0, 0] = 1e4  # as confident as a model can be
+        want = torch.nn.functional.cross_entropy(logits.softmax(-1), torch.tensor([0])).item()
+        got = float(floor(vocab))
+        if abs(got - want) > 1e-6:
+            hint = ": cross_entropy applies log_softmax to its input, so the probabilities pass through a softmax again" \
+                if abs(got) < 1e-6 else ""
+            raise Wrong(f"for vocab_size={vocab} the lowest loss is {want:.4f}, got {got:.4f}{hint}")
+    return "With a softmax before cross_entropy, even a perfect model's loss stays above log(e + V - 1) - 1 > 0."
+
+
+@_exercise("5.4", "exact gradient accumulation")
+def _(micro_batch_weights):
+    counts = [120, 40, 40]
+    got = [float(w) for w in micro_batch_weights(counts)]
+    if len(got) != len(counts):
+        raise Wrong(f"micro_batch_weights({counts}) should give one weight per micro-batch, got {len(got)}")
+    if all(abs(w - 1 / len(counts)) < 1e-9 for w in got):
+        raise Wrong("equal weights average the micro-batches' mean losses, so a token of a short micro-batch counts more "
+                    "than one of a long one: weight each by its share of the step's tokens")
+    want = [c / sum(counts) for c in counts]
+    if any(abs(w - v) > 1e-9 for w, v in zip(got, want)):
+        raise Wrong(f"micro_batch_weights({counts}) should be {[round(v, 4) for v in want]}, got {[round(w, 4) for w in got]}")
+    return "Weighted by their share of tokens, k micro-batches take the step one batch holding all of them would take."

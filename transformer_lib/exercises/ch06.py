@@ -1,0 +1,87 @@
+# Hand-written tool module (not generated from a notebook).
+"""The checks of chapter 6's exercises (notebooks/06_data.ipynb)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from transformer_lib.exercises.core import Wrong, _exercise
+
+_SENTENCES = [["a", "dog", "runs", "."], ["a", "cat", "runs", "."], ["the", "dog", "sits", "."], ["a", "man", "."],
+              ["two", "dogs", "run", "."], ["the", "cat", "sits", "."], ["a", "man", "runs", "."]]
+_WORDS = {"▁low": 5, "▁lower": 2, "▁newest": 6, "▁widest": 3, "▁banana": 4, "aaa": 2, "▁ban": 1}
+
+
+@_exercise("6.1", "build the vocabulary")
+def _(build_vocab):
+    from transformer_lib.data import Vocab
+    for sentences, min_freq in ((_SENTENCES, 2), (_SENTENCES, 1), (_SENTENCES[::-1], 2), (_SENTENCES, 3)):
+        want = Vocab.build(sentences, min_freq).itos
+        got = list(build_vocab(sentences, min_freq))
+        if got == want:
+            continue
+        if got[:4] != want[:4]:
+            raise Wrong(f"the four specials come first, in this order: {want[:4]} (ids 0 to 3), got {got[:4]}")
+        counts = Counter(t for s in sentences for t in s)
+        if set(got) == set(want):
+            raise Wrong(f"with min_freq={min_freq} the right tokens, in the wrong order: most frequent first, ties in "
+                        "alphabetical order (so that the ids do not depend on the order of the sentences); expected "
+                        f"{want[4:]}, got {got[4:]}")
+        missing = [t for t in want if t not in got]
+        if missing and all(counts[t] == min_freq for t in missing):
+            raise Wrong(f"a token seen exactly min_freq={min_freq} times is kept: {missing} are missing")
+        raise Wrong(f"with min_freq={min_freq} expected {want}, got {got}")
+    return "It equals Vocab.build: the same ids for the same tokens, whatever order the sentences come in."
+
+
+@_exercise("6.2", "count the pairs")
+def _(count_pairs):
+    from transformer_lib.data import initial_symbols
+    want = Counter()
+    for word, n in _WORDS.items():
+        symbols = initial_symbols(word)
+        for pair in zip(symbols, symbols[1:]):
+            want[pair] += n
+    got = Counter(count_pairs(dict(_WORDS)))
+    if got == want:
+        return f"{len(want)} pairs; the most frequent, {max(want, key=want.get)}, is the first merge BPE learns."
+    for pair in sorted(want, key=lambda p: (-want[p], p)):
+        if got[pair] != want[pair]:
+            holders = {w: n for w, n in _WORDS.items() if pair in zip(initial_symbols(w), initial_symbols(w)[1:])}
+            raise Wrong(f"the pair {pair} occurs {want[pair]} times (in {holders}, each pre-token counted as often "
+                        f"as it occurs, every place in it counted), got {got[pair]}")
+    extra = next(p for p in got if got[p] != want[p])
+    raise Wrong(f"{extra} is not an adjacent pair of initial_symbols of any pre-token (the first symbol keeps its ▁)")
+
+
+@_exercise("6.3", "encode with the merges")
+def _(encode_word):
+    from transformer_lib.data import BPE
+    bpe = BPE.learn(dict(_WORDS), 12)
+    for word in ("▁lowest", "▁banana", "▁bananas", "aaaa", "▁newer", "▁owl", "▁wide", "▁nab"):
+        want, got = bpe.encode_word(word), list(encode_word(word, list(bpe.merges)))
+        if got != want:
+            raise Wrong(f"for the pre-token {word!r} BPE gives {want}, got {got}: replay the merges in the order they "
+                        "were learned, each joining every occurrence of its pair")
+    return f"It cuts as BPE.encode_word does with the {len(bpe.merges)} merges {bpe.merges[:3]}..."
+
+
+@_exercise("6.4", "how much is padding")
+def _(padding_share):
+    for batches in ([[5, 5, 5]], [[3, 7], [10, 2, 4]], [[1], [8, 8, 8, 1]]):
+        slots = sum(len(b) * max(b) for b in batches)
+        want = sum(max(b) - n for b in batches for n in b) / slots
+        got = float(padding_share([list(b) for b in batches]))
+        if abs(got - want) <= 1e-9:
+            continue
+        real = sum(sum(b) for b in batches)
+        if real and abs(got - (slots - real) / real) <= 1e-9:
+            raise Wrong(f"for batches of lengths {batches} divide the padding by all the slots ({slots}), not by the "
+                        f"real tokens ({real})")
+        longest = max(max(b) for b in batches)
+        every = sum(len(b) for b in batches) * longest
+        if abs(got - (every - real) / every) <= 1e-9:
+            raise Wrong(f"for batches of lengths {batches}: each batch is padded to its own longest sequence, not to "
+                        f"the longest of all ({longest})")
+        raise Wrong(f"for batches of lengths {batches} the share of padding is {want:.4f}, got {got:.4f}")
+    return "Sorting by length before cutting batches is what brings this number down (section 5 measures it)."

@@ -1,0 +1,105 @@
+# Hand-written tool module (not generated from a notebook).
+"""The checks of chapter 7's exercises (notebooks/07_decoding.ipynb)."""
+
+from __future__ import annotations
+
+import torch
+
+from transformer_lib.exercises.core import Wrong, _exercise
+
+
+@_exercise("7.1", "the length penalty")
+def _(length_penalty):
+    for length in (1, 5, 12, 40):
+        for alpha in (0.0, 0.6, 1.0):
+            want, got = ((5 + length) / 6) ** alpha, float(length_penalty(length, alpha))
+            if abs(got - want) <= 1e-9 * want:
+                continue
+            if abs(got - length**alpha) <= 1e-9 * max(length**alpha, 1):
+                raise Wrong(f"length ** alpha is a plain power of the length; the book's penalty is ((5 + length) / 6) "
+                            f"** alpha, which is 1 for a one-token hypothesis (length {length}, alpha {alpha}: "
+                            f"{want:.4f}, got {got:.4f})")
+            raise Wrong(f"for length {length} and alpha {alpha} the penalty is {want:.4f}, got {got:.4f}")
+    short, long = -4.0 / length_penalty(5, 0.6), -5.0 / length_penalty(9, 0.6)
+    return (f"With alpha 0.6, -5.0 over 9 tokens scores {long:.3f} and beats -4.0 over 5 tokens ({short:.3f}); with "
+            "alpha 0 the shorter one would win.")
+
+
+@_exercise("7.2", "the next beams")
+def _(top_k_beams):
+    g = torch.Generator().manual_seed(0)
+    scores = torch.randn(3, 7, generator=g, dtype=torch.float64)
+    scores[1] += 3.0  # one beam far ahead: several of the best continuations come from it
+    k = 3
+    out = top_k_beams(scores.clone(), k)
+    if not isinstance(out, tuple) or len(out) != 3:
+        raise Wrong("top_k_beams(scores, k) should return three tensors: beams, tokens and their scores")
+    beams, tokens, best = (torch.as_tensor(t) for t in out)
+    want_best, flat = scores.flatten().topk(k)
+    want_beams, want_tokens = flat // scores.size(1), flat % scores.size(1)
+    if beams.shape != (k,) or tokens.shape != (k,):
+        raise Wrong(f"beams and tokens should each hold k={k} entries, got shapes {tuple(beams.shape)} and "
+                    f"{tuple(tokens.shape)}")
+    if torch.equal(beams, want_tokens) and torch.equal(tokens, want_beams):
+        raise Wrong(f"in scores.flatten() of a ({scores.size(0)}, {scores.size(1)}) tensor, index i is beam i // "
+                    f"{scores.size(1)} and token i % {scores.size(1)}")
+    if len(set(beams.tolist())) == k and len(set(want_beams.tolist())) < k:
+        raise Wrong(f"the {k} best continuations need not come from {k} different beams: here beam 1 gives "
+                    f"{want_beams.tolist().count(1)} of them; take the top k over beams x vocabulary at once")
+    if not (torch.equal(beams.long(), want_beams) and torch.equal(tokens.long(), want_tokens)):
+        raise Wrong(f"expected beams {want_beams.tolist()} and tokens {want_tokens.tolist()}, got {beams.tolist()} and "
+                    f"{tokens.tolist()} (best first)")
+    if not torch.allclose(best.double(), want_best):
+        raise Wrong(f"the scores should be {[round(v, 4) for v in want_best.tolist()]}, got {best.tolist()}")
+    return "It is what beam_search does at each step, for one sentence."
+
+
+def _toy_step(prefix: list[int]) -> torch.Tensor:
+    """A fixed 'model': the next token depends on the last token and on the prefix length."""
+    vocab = 6
+    logits = torch.zeros(vocab, dtype=torch.float64)
+    last = prefix[-1]
+    logits[(last * 2 + len(prefix)) % 4 + 2] = 5.0  # tokens 2..5
+    if len(prefix) == 5:
+        logits[1] = 9.0  # </s> after four generated tokens
+    return logits.log_softmax(-1)
+
+
+@_exercise("7.3", "greedy decoding")
+def _(greedy):
+    def step(prefix):
+        if not isinstance(prefix, (list, tuple)) or not prefix or prefix[0] != 0:
+            raise Wrong(f"step takes the whole prefix, starting with the start symbol 0, got {prefix!r}")
+        return _toy_step(list(prefix))
+
+    for max_len in (10, 3):
+        want, prefix = [], [0]
+        while len(want) < max_len:
+            token = int(_toy_step(prefix).argmax())
+            want.append(token)
+            prefix.append(token)
+            if token == 1:
+                break
+        got = [int(t) for t in greedy(step, 0, 1, max_len)]
+        if got == want:
+            continue
+        if got[:len(want)] == want and len(got) > len(want):
+            raise Wrong(f"with max_len={max_len} decoding stops once it has produced the end symbol: expected {want}, "
+                        f"got {got}")
+        raise Wrong(f"with max_len={max_len} expected {want} (the tokens after the start symbol, the end symbol "
+                    f"included), got {got}")
+    return "The loop every decoder runs: feed the prefix, take the most probable token, stop at </s> or max_len."
+
+
+@_exercise("7.4", "what the cache saves")
+def _(decoder_positions):
+    for n in (1, 2, 10, 100):
+        for cached in (False, True):
+            want = n if cached else n * (n + 1) // 2
+            got = decoder_positions(n, cached)
+            if got != want:
+                how = "with the cache each step runs the new position only" if cached else \
+                    "without a cache step t runs the decoder over all t positions of the prefix"
+                raise Wrong(f"to generate {n} tokens {'with' if cached else 'without'} the cache the decoder runs "
+                            f"{want:,} positions ({how}), got {got}")
+    return "For 100 tokens: 5,050 positions without the cache, 100 with it; the saving grows with the length."

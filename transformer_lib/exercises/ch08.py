@@ -1,0 +1,90 @@
+# Hand-written tool module (not generated from a notebook).
+"""The checks of chapter 8's exercises (notebooks/08_translation.ipynb)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from transformer_lib.exercises.core import Wrong, _exercise
+
+_HYPS = ["a man rides his bike down the road .", "two dogs are playing in the the snow .",
+         "a little girl in red jumps over a rope .", "the the the the"]
+_REFS = ["a man rides his bike down a road .", "two dogs are playing in the snow .", "a little girl in a red dress jumps .",
+         "the cat sat on the mat"]
+
+
+def _ngrams(tokens: list[str], n: int) -> dict:
+    grams = {}
+    for i in range(len(tokens) - n + 1):
+        grams[tuple(tokens[i:i + n])] = grams.get(tuple(tokens[i:i + n]), 0) + 1
+    return grams
+
+
+@_exercise("8.1", "clipped n-gram matches")
+def _(modified_precision):
+    for hyp, ref in zip(_HYPS, _REFS):
+        for n in (1, 2, 3, 4):
+            h, r = _ngrams(hyp.split(), n), _ngrams(ref.split(), n)
+            want = (sum(min(c, r.get(g, 0)) for g, c in h.items()), sum(h.values()))
+            got = tuple(int(v) for v in modified_precision(hyp.split(), ref.split(), n))
+            if got == want:
+                continue
+            unclipped = sum(c for g, c in h.items() if g in r)
+            hint = (": clip each n-gram's count at its count in the reference, or 'the the the the' would be perfect"
+                    if got[0] == unclipped != want[0] else "")
+            raise Wrong(f"for {n}-grams of {hyp!r} against {ref!r}: {want[0]} of {want[1]} match, got {got[0]} of "
+                        f"{got[1]}{hint}")
+    return "Clipped counts: a hypothesis cannot score by repeating a word the reference has once."
+
+
+@_exercise("8.2", "the brevity penalty")
+def _(brevity_penalty):
+    for hyp_len, ref_len in ((10, 10), (8, 10), (12, 10), (1, 4)):
+        want = 1.0 if hyp_len >= ref_len else math.exp(1 - ref_len / hyp_len)
+        got = float(brevity_penalty(hyp_len, ref_len))
+        if abs(got - want) <= 1e-9:
+            continue
+        if hyp_len > ref_len:
+            raise Wrong(f"a hypothesis longer than the reference ({hyp_len} tokens against {ref_len}) is not penalized "
+                        f"by this factor (precision already pays for extra words): expected 1, got {got:.4f}")
+        raise Wrong(f"for {hyp_len} hypothesis tokens against {ref_len} reference tokens the penalty is {want:.4f}, "
+                    f"got {got:.4f}")
+    return "Only a corpus shorter than its references pays: exp(1 - r / c)."
+
+
+@_exercise("8.3", "corpus BLEU")
+def _(corpus_bleu):
+    import sacrebleu
+    for hyps, refs in ((_HYPS, _REFS), (_HYPS[:3], _REFS[:3]), (_REFS[:3], _REFS[:3])):
+        want = sacrebleu.corpus_bleu(hyps, [refs], tokenize="none", smooth_method="none").score
+        got = float(corpus_bleu([h.split() for h in hyps], [r.split() for r in refs]))
+        if abs(got - want) <= 1e-6:
+            continue
+        each = [sacrebleu.sentence_bleu(h, [r], tokenize="none", smooth_method="none").score for h, r in zip(hyps, refs)]
+        if abs(got - sum(each) / len(each)) <= 1e-6:
+            raise Wrong("corpus BLEU is not the mean of sentence BLEUs: add up the clipped matches, the n-gram counts and "
+                        "the lengths over all sentences first, then take the precisions and the penalty once")
+        raise Wrong(f"for the first {len(hyps)} example sentences sacreBLEU (tokenize='none', no smoothing) gives "
+                    f"{want:.4f}, got {got:.4f} (on the 0 to 100 scale)")
+    return "It equals sacrebleu.corpus_bleu on pre-split text without smoothing."
+
+
+@_exercise("8.4", "average the checkpoints")
+def _(average_state_dicts):
+    torch.manual_seed(0)
+    dicts = [{"w": torch.randn(3, 4), "b": torch.randn(4), "steps": torch.tensor(100 * (i + 1))} for i in range(3)]
+    got = average_state_dicts([{k: v.clone() for k, v in d.items()} for d in dicts])
+    if not isinstance(got, dict) or set(got) != {"w", "b", "steps"}:
+        raise Wrong("average_state_dicts should return a dict with the same keys as each state dict")
+    for key in ("w", "b"):
+        want = sum(d[key] for d in dicts) / len(dicts)
+        if torch.allclose(got[key].float(), want * len(dicts)):
+            raise Wrong(f"{key!r}: that is the sum; divide by the number of checkpoints")
+        if not torch.allclose(got[key].float(), want, atol=1e-6):
+            raise Wrong(f"{key!r} should be the element-wise mean of the checkpoints' {key!r}")
+    if got["steps"].dtype != torch.int64 or int(got["steps"]) != 300:
+        raise Wrong("an integer entry (a counter, not a weight) is kept from the last checkpoint, with its dtype: "
+                    f"expected 300, got {got['steps']!r}")
+    return "Weights averaged, counters kept: the model a run's last epochs agree on."

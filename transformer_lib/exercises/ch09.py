@@ -1,0 +1,98 @@
+# Hand-written tool module (not generated from a notebook).
+"""The checks of chapter 9's exercises (notebooks/09_fast.ipynb)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch
+
+
+@_exercise("9.1", "one matrix for q, k and v")
+def _(fuse_qkv):
+    torch.manual_seed(0)
+    d = 8
+    q, k, v = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
+    fused = fuse_qkv(q, k, v)
+    if not isinstance(fused, nn.Linear):
+        raise Wrong(f"fuse_qkv should return one nn.Linear, got {type(fused).__name__}")
+    if tuple(fused.weight.shape) != (3 * d, d):
+        raise Wrong(f"the fused layer maps d_model={d} to 3 * d_model: its weight has shape ({3 * d}, {d}) "
+                    f"(out_features, in_features), got {tuple(fused.weight.shape)}")
+    x = torch.randn(2, 5, d)
+    with torch.no_grad():
+        parts = fused(x).chunk(3, dim=-1)
+        for name, part, layer in zip("qkv", parts, (q, k, v)):
+            where = _first_mismatch(part.double(), layer(x).double(), 1e-5)
+            if where:
+                raise Wrong(f"the {name} third of the fused output differs from {name}_proj(x) {where}"
+                            + (": did the biases come along?" if fused.bias is None or not fused.bias.any() else ""))
+    return "One (3d, d) matrix multiplication instead of three (d, d) ones: fewer, larger calls into the BLAS."
+
+
+@_exercise("9.2", "the gaps between bfloat16 numbers")
+def _(bf16_spacing):
+    for x in (1.0, 1.5, 3.0, 1000.0, 0.01):
+        t = torch.tensor([x], dtype=torch.bfloat16)
+        above = (t.view(torch.int16) + 1).view(torch.bfloat16)
+        want, got = float(above - t), float(bf16_spacing(x))
+        if abs(got - want) <= 1e-12 * want:
+            continue
+        if abs(got - want / 8) <= 1e-12 * want:
+            raise Wrong(f"at {x} that is float16's gap (10 bits after the point); bfloat16 keeps 7: expected {want:g}, "
+                        f"got {got:g}")
+        if abs(got - 2.0**-7) <= 1e-12 and want != 2.0**-7:
+            raise Wrong(f"the gap grows with the number, as floating point keeps relative precision: at {x} it is "
+                        f"{want:g}, not 2^-7")
+        raise Wrong(f"the next bfloat16 number above {x} is {x + want:g}, a gap of {want:g}, got {got:g}")
+    return "bfloat16 has float32's range and about 2 to 3 significant decimal digits: 256 numbers per power of two."
+
+
+@_exercise("9.3", "int8 weights, one scale per row")
+def _(quantize_rows):
+    torch.manual_seed(0)
+    w = torch.randn(6, 32) * torch.tensor([1.0, 0.01, 5.0, 0.2, 1.0, 0.001])[:, None]  # rows of very different sizes
+    out = quantize_rows(w.clone())
+    if not isinstance(out, tuple) or len(out) != 2:
+        raise Wrong("quantize_rows(w) should return (q, scale)")
+    q, scale = out
+    if not isinstance(q, torch.Tensor) or q.dtype != torch.int8 or q.shape != w.shape:
+        raise Wrong(f"q should be an int8 tensor of w's shape {tuple(w.shape)}")
+    scale = torch.as_tensor(scale, dtype=torch.float32)
+    if scale.numel() == 1:
+        raise Wrong("one scale for the whole matrix rounds its small rows to zero: row 5 (entries about 0.001) needs "
+                    "its own; give each output row a scale, shape (rows, 1)")
+    scale = scale.reshape(-1, 1)
+    if q.abs().max() > 127:
+        raise Wrong("keep q within [-127, 127], so that the range is symmetric")
+    err = (q.float() * scale - w).abs()
+    if (err > scale / 2 * (1 + 1e-5)).any():
+        row = int((err > scale / 2 * (1 + 1e-5)).any(dim=1).nonzero()[0])
+        raise Wrong(f"row {row}: q * scale is off by up to {err[row].max():.3g}, more than half a step ({scale[row, 0] / 2:.3g}): "
+                    "round to the nearest integer rather than truncating")
+    if (q.abs().amax(dim=1) < 127).any():
+        raise Wrong("each row's largest |w| should map to 127, so that the row uses the whole int8 range")
+    return "Each row loses at most half a step of its own scale: about 0.4% of its largest weight."
+
+
+@_exercise("9.4", "label smoothing in closed form")
+def _(smoothed_kl):
+    from transformer_lib.training import LabelSmoothing
+    torch.manual_seed(0)
+    vocab, pad, eps = 9, 1, 0.1
+    log_probs = torch.randn(6, vocab, dtype=torch.float64).log_softmax(-1)
+    target = torch.tensor([3, 1, 8, 0, 5, 1])
+    want = LabelSmoothing(vocab, pad, eps)(log_probs, target).item()
+    got = float(smoothed_kl(log_probs, target, eps, pad))
+    if abs(got - want) <= 1e-9 * abs(want):
+        return "The same loss as LabelSmoothing, from one gather and one sum per row: no (N, V) tensor."
+    real = int((target != pad).sum())
+    confidence, other = 1 - eps, eps / (vocab - 2)
+    constant = confidence * math.log(confidence) + eps * math.log(other)
+    if abs(got - (want - real * constant)) <= 1e-9 * abs(want):
+        raise Wrong("that is the cross-entropy: KL(q || p) also has sum q log q, a constant per real row, "
+                    f"(1 - s) log(1 - s) + s log(s / (V - 2)) = {constant:.4f}")
+    raise Wrong(f"for 6 rows (2 of them padding) and V = {vocab} the loss is {want:.6f}, got {got:.6f}")

@@ -1,0 +1,100 @@
+# Hand-written tool module (not generated from a notebook).
+"""The checks of chapter 10's exercises (notebooks/10_gpt.ipynb)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from transformer_lib.exercises.core import Wrong, _exercise, _tensor
+
+
+@_exercise("10.1", "inputs and targets")
+def _(shift):
+    tokens = torch.tensor([[2, 7, 8, 9, 3], [2, 5, 3, 1, 1]])
+    out = shift(tokens.clone())
+    if not isinstance(out, tuple) or len(out) != 2:
+        raise Wrong("shift(tokens) should return (inputs, targets)")
+    inputs, targets = out
+    if torch.equal(inputs, tokens) and torch.equal(targets, tokens):
+        raise Wrong("with inputs equal to targets the model learns to copy the token it is given; position t must "
+                    "predict token t + 1")
+    if torch.equal(inputs, tokens[:, 1:]) and torch.equal(targets, tokens[:, :-1]):
+        raise Wrong("that is backwards: the inputs are every token but the last, the targets every token but the first")
+    if not (torch.equal(inputs, tokens[:, :-1]) and torch.equal(targets, tokens[:, 1:])):
+        raise Wrong(f"for {tokens.tolist()} expected inputs {tokens[:, :-1].tolist()} and targets "
+                    f"{tokens[:, 1:].tolist()}, got {inputs.tolist()} and {targets.tolist()}")
+    return "Every position of every sequence is a training example: T - 1 predictions from one forward pass."
+
+
+@_exercise("10.2", "perplexity of a corpus")
+def _(corpus_perplexity):
+    nll, tokens = [12.0, 3.0, 30.0], [6, 1, 10]
+    want = math.exp(sum(nll) / sum(tokens))
+    got = float(corpus_perplexity(list(nll), list(tokens)))
+    if abs(got - want) <= 1e-9 * want:
+        uniform = corpus_perplexity([5 * math.log(50)], [5])
+        return (f"A model that knows nothing, uniform over 50 tokens, has perplexity {uniform:.1f}: perplexity is the "
+                "number of equally likely tokens the model hesitates between.")
+    if abs(got - math.exp(sum(n / t for n, t in zip(nll, tokens)) / len(nll))) <= 1e-9 * want:
+        raise Wrong("averaging each sentence's mean gives a one-token sentence the weight of a long one: pool the "
+                    "log-likelihoods and the tokens over the corpus first")
+    if abs(got - 2 ** (sum(nll) / sum(tokens))) <= 1e-9 * want:
+        raise Wrong("the losses are natural logarithms (cross_entropy), so the perplexity is exp of the mean, not 2 ** it")
+    raise Wrong(f"for sentence losses {nll} (summed over tokens) and lengths {tokens} the perplexity is {want:.4f}, "
+                f"got {got:.4f}")
+
+
+@_exercise("10.3", "the nucleus")
+def _(top_p_filter):
+    from transformer_lib.gpt import filter_logits
+    probs = torch.tensor([[0.5, 0.05, 0.25, 0.15, 0.05]])
+    logits = probs.log()
+    for p in (0.5, 0.7, 0.75, 0.9, 1.0):
+        want = filter_logits(logits.clone(), top_p=p)
+        got = _tensor("top_p_filter(logits, p)", top_p_filter(logits.clone(), p), tuple(logits.shape))
+        kept, want_kept = got.isfinite()[0], want.isfinite()[0]
+        if torch.equal(kept, want_kept):
+            if not torch.allclose(got[0][kept].double(), want[0][kept].double()):
+                raise Wrong("the tokens kept should keep their logits unchanged (they are renormalized by the softmax)")
+            continue
+        names = lambda mask: [f"{probs[0, i].item():.2f}" for i in mask.nonzero().flatten().tolist()]  # noqa: E731
+        hint = ""
+        if int(kept.sum()) == int(want_kept.sum()) - 1:
+            hint = ": keep the token whose probability takes the sum to p (the fewest tokens that reach p)"
+        raise Wrong(f"with probabilities {probs[0].tolist()} and p={p} keep the tokens of probability {names(want_kept)}, "
+                    f"got {names(kept)}{hint}")
+    return "It keeps the same tokens as filter_logits(logits, top_p=p)."
+
+
+@_exercise("10.4", "temperature")
+def _(sample_probs):
+    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0]])
+    for t in (1.0, 0.5, 2.0):
+        want = (logits / t).softmax(-1)
+        got = _tensor("sample_probs(logits, temperature)", sample_probs(logits.clone(), t), tuple(logits.shape))
+        if torch.allclose(got, want.double(), atol=1e-6):
+            continue
+        if torch.allclose(got, (logits * t).softmax(-1).double(), atol=1e-6):
+            raise Wrong(f"at temperature {t}: divide the logits by the temperature (a low temperature sharpens the "
+                        "distribution, a high one flattens it), not multiply")
+        raise Wrong(f"at temperature {t} expected {[round(v, 4) for v in want[0].tolist()]}, got "
+                    f"{[round(v, 4) for v in got[0].tolist()]}")
+    return "As the temperature falls to 0 sampling becomes greedy; as it grows the distribution flattens to uniform."
+
+
+@_exercise("10.5", "the size of the cache")
+def _(cache_bytes):
+    for n_layers, d_model, tokens, dtype_bytes in ((3, 256, 100, 4), (32, 4096, 4096, 2)):
+        want = 2 * n_layers * d_model * tokens * dtype_bytes
+        got = int(cache_bytes(n_layers, d_model, tokens, dtype_bytes))
+        if got == want:
+            continue
+        if got * 2 == want:
+            raise Wrong("a layer caches keys and values: two vectors of d_model per token")
+        raise Wrong(f"for {n_layers} layers, d_model {d_model}, {tokens:,} tokens at {dtype_bytes} bytes the cache holds "
+                    f"{want:,} bytes, got {got:,}")
+    big = cache_bytes(32, 4096, 4096, 2) / 2**30
+    return (f"A 32-layer, 4096-wide model caches {big:.0f} GiB for one sequence of 4,096 tokens in 16-bit: chapter 11's "
+            "grouped-query attention shrinks exactly this.")

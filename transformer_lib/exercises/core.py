@@ -1,0 +1,77 @@
+# Hand-written tool module (not generated from a notebook).
+"""The machinery of the exercises: a registry, `verdict` and `check`, and helpers the chapters' checks share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+
+class Wrong(Exception):
+    """A check's verdict on a wrong answer, in one sentence."""
+
+
+@dataclass(frozen=True)
+class Exercise:
+    number: str  # "2.1": chapter 2, exercise 1
+    title: str
+    run: Callable  # run(answer) raises Wrong, or returns a sentence saying what passed
+
+
+EXERCISES: dict[str, Exercise] = {}
+
+
+def _exercise(number: str, title: str):
+    def register(run):
+        EXERCISES[number] = Exercise(number, title, run)
+        return run
+    return register
+
+
+def verdict(number: str, answer) -> tuple[bool, str]:
+    """(passed, sentence) for the answer to exercise `number`."""
+    if number not in EXERCISES:
+        raise ValueError(f"number must be one of {sorted(EXERCISES)}, got {number!r}")
+    ex = EXERCISES[number]
+    head = f"Exercise {number} ({ex.title})"
+    unsolved = f"{head}: not solved yet (put your code in place of `raise NotImplementedError`, run the cell again)"
+    if answer is None:
+        return False, unsolved
+    try:
+        passed = ex.run(answer)
+    except NotImplementedError:
+        return False, unsolved
+    except Wrong as wrong:
+        return False, f"{head}: not yet. {wrong}"
+    except Exception as err:  # noqa: BLE001 - the reader's code failed; say how
+        return False, f"{head}: not yet. Your code raised {type(err).__name__}: {err}"
+    return True, f"{head}: passes. {passed}"
+
+
+def check(number: str, answer) -> None:
+    """Print the verdict on the answer to exercise `number` (verdict gives it as a value)."""
+    print(verdict(number, answer)[1])
+
+
+# ------------------------------------------------------------------------------------------- helpers
+def _tensor(name: str, value, shape: tuple) -> torch.Tensor:
+    if not isinstance(value, torch.Tensor):
+        raise Wrong(f"{name} should return a torch.Tensor, got {type(value).__name__}")
+    if tuple(value.shape) != tuple(shape):
+        raise Wrong(f"{name} should return shape {tuple(shape)}, got {tuple(value.shape)}")
+    return value.detach().double()
+
+
+def _first_mismatch(got: torch.Tensor, want: torch.Tensor, atol: float = 1e-4) -> str | None:
+    bad = ((got - want).abs() > atol) | got.isnan()
+    if not bad.any():
+        return None
+    index = tuple(int(i) for i in bad.nonzero()[0])
+    return f"at index {list(index)} expected {want[index].item():.4f}, got {got[index].item():.4f}"
+
+
+def _table(max_len: int, d_model: int) -> torch.Tensor:
+    from transformer_lib.embeddings import sinusoidal_table
+    return sinusoidal_table(max_len, d_model).double()
