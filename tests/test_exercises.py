@@ -400,3 +400,11 @@ def test_the_xavier_reference_is_what_xavier_uniform_draws():
     torch.nn.init.xavier_uniform_(table, generator=torch.Generator().manual_seed(0))
     measured = (table * 256**0.5).pow(2).mean().sqrt().item()
     assert abs(measured - solutions(4).xavier_token_rms(7851, 256)) < 0.005 * measured
+
+
+def test_a_check_leaves_the_readers_random_state_alone():
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    verdict("9.1", solutions(9).fuse_qkv)
+    assert torch.equal(torch.rand(3), expected)
