@@ -205,6 +205,21 @@ def _rope_halves(x, base):
     return torch.cat([x[..., :half] * cos - x[..., half:] * sin, x[..., :half] * sin + x[..., half:] * cos], -1)
 
 
+def _precision_over_reference_ngrams(hyp, ref, n):
+    matches, _ = solutions(8).modified_precision(hyp, ref, n)
+    return matches, max(len(ref) - n + 1, 0)
+
+
+def _top_p_unsorted(logits, p):
+    probs = logits.softmax(-1)
+    before = probs.cumsum(-1) - probs  # in vocabulary order, not most probable first
+    return logits.masked_fill(before >= p, float("-inf"))
+
+
+def _rope_turned_backwards(x, base):
+    return solutions(11).rope(x.flip(-1), base).flip(-1)
+
+
 def _smoothed_over_v_minus_1(target, vocab, pad, eps):
     dist = solutions(5).smoothed(target, vocab, pad, eps)
     dist[dist == eps / (vocab - 2)] = eps / (vocab - 1)
@@ -330,6 +345,15 @@ MISTAKES = [
     ("11.2", lambda d_model, d_ff: d_ff, "solve 3 d_model h = 2 d_model d_ff"),
     ("11.3", _rope_halves, "the 'halves' layout"),
     ("11.4", lambda k, group: k.repeat(1, group, 1, 1), "that tiles the stack"),
+    ("8.1", _precision_over_reference_ngrams, "match, got"),
+    ("9.4", lambda lp, target, s, pad: solutions(9).smoothed_kl(lp, target, s, pad) / int((target != pad).sum()),
+     "the loss is"),
+    ("10.3", _top_p_unsorted, "keep the tokens of probability"),
+    ("10.4", lambda logits, t: logits.softmax(-1) / t, "at temperature 0.5 expected"),
+    ("10.5", lambda n_layers, d_model, tokens, b: 2 * n_layers * d_model * tokens, "the cache holds"),
+    ("11.2", lambda d_model, d_ff: d_ff // 2, "gives the gated one"),
+    ("11.3", _rope_turned_backwards, "compared with apply_rope"),
+    ("11.4", lambda k, group: k.repeat_interleave(group, dim=2), "should return shape (2, 6, 3, 4)"),
     ("5.1", lambda step, d, w: min(step**-0.5, step * w**-1.5), "the schedule is scaled by d_model^-0.5"),
     ("5.1", lambda step, d, w: d**-0.5 * min(step**-0.5, step * w**-0.5), "at step 1 (d_model=512, warmup=4000)"),
     ("5.2", _smoothed_over_v_minus_1, "not 0.3/6"),
