@@ -106,7 +106,7 @@ def trained_copy():
 def test_copy_task_reaches_100_percent_on_held_out_sequences(trained_copy):
     assert trained_copy.test_accuracy == 1.0
     assert trained_copy.evaluations[-1]["val_accuracy"] == 1.0
-    assert len(trained_copy.history) < 2000  # stopped early, on two perfect validations
+    assert len(trained_copy.history) < 2000  # stopped early, on three perfect validations in a row
 
 
 def test_decoding_from_the_wrong_start_symbol_is_caught(trained_copy):
@@ -121,8 +121,8 @@ def test_softmax_before_cross_entropy_trains_far_worse():
 
     honest = LabelSmoothing(11, COPY_PAD, 0.0)
     val = [copy_task_batch(300, 10, 11, torch.Generator().manual_seed(5))]
-    ours = train_copy_task(max_steps=100, seed=1, eval_every=100, n_eval=100, progress=False)
-    buggy = train_copy_task(max_steps=100, seed=1, eval_every=100, n_eval=100, progress=False,
+    ours = train_copy_task(max_steps=200, seed=1, eval_every=200, n_eval=100, progress=False)
+    buggy = train_copy_task(max_steps=200, seed=1, eval_every=200, n_eval=100, progress=False,
                             criterion=softmax_then_cross_entropy)
     assert evaluate(ours.model, val, honest) < 0.5 * evaluate(buggy.model, val, honest)
 

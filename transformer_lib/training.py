@@ -272,7 +272,7 @@ class CopyTaskResult:
 def train_copy_task(max_steps: int = 2000, seed: int = 0, device=None, batch_size: int = 64, length: int = 10,
                     vocab_size: int = 11, eval_every: int = 100, n_eval: int = 1000, criterion=None,
                     progress: bool = True, on_evaluation=None, **model_options) -> CopyTaskResult:
-    """Train a small Transformer to copy random sequences; stop after two evaluations at 100% or max_steps.
+    """Train a small Transformer to copy random sequences; stop after three evaluations in a row at 100% or max_steps.
 
     Validation (for stopping) and test (for the reported accuracy) are two separate held-out sets of n_eval
     sequences; on_evaluation, if given, is called with each evaluation's dict. The model defaults to 2 pre-norm layers, d_model 64, 4 heads, d_ff 128, no dropout; the schedule
@@ -290,7 +290,7 @@ def train_copy_task(max_steps: int = 2000, seed: int = 0, device=None, batch_siz
     test = copy_task_batch(n_eval, length, vocab_size, torch.Generator().manual_seed(20_000 + seed), device)
     result, start, perfect = CopyTaskResult(model), time.perf_counter(), 0
     bar = tqdm(total=max_steps, desc="copy task", unit="step", disable=not progress, mininterval=1.0)
-    while len(result.history) < max_steps and perfect < 2:
+    while len(result.history) < max_steps and perfect < 3:
         steps = min(eval_every, max_steps - len(result.history))
         batches = (copy_task_batch(batch_size, length, vocab_size, train_gen, device) for _ in range(steps))
         train_epoch(model, batches, criterion, optimizer, scheduler, history=result.history, progress=bar)
