@@ -230,7 +230,21 @@ def test_every_chapter_has_a_colab_badge_and_install_cell_for_the_book_repositor
     assert bk.colab_problems(book) == []
     first_code = [c for c in nbformat.read(ROOT / book.chapters[0].file, 4).cells if c.cell_type == "code"][0]
     assert first_code.source.startswith("#| default_exp embeddings")
+    assert first_code.source == bk.install_cell(book, book.chapters[0])
     assert bk.colab_links(book, book.chapters[0])[1] in first_code.source
+
+
+def test_the_install_cell_says_how_to_install_by_hand_when_pip_cannot(tmp_path):
+    """A repository that is not there (renamed, private, a fork's typo) ends the cell with what to do by hand."""
+    book = bk.load_book(ROOT)
+    missing = f"git+file://{tmp_path}/no-such-repository"
+    cell = bk.install_cell(book, book.chapters[0]).replace(bk.colab_links(book, book.chapters[0])[1], missing)
+    assert missing in cell
+    code = "import sys\nsys.modules['transformer_lib'] = None  # as if not installed\n" + cell
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert result.returncode == 1
+    assert f"Could not pip install {missing}. Install the book by hand" in result.stderr
+    assert "pip install -r requirements.txt" in result.stderr
 
 
 def test_run_strips_outputs_of_corpus_output_cells_and_check_flags_them(tmp_path):

@@ -312,6 +312,25 @@ def colab_links(book: Book, chapter: Chapter) -> tuple[str, str]:
     )
 
 
+INSTALL_CELL = """\
+#| default_exp {module}
+# In Colab or a fresh kernel, install the library this book builds (a no-op when it is there).
+try:
+    import transformer_lib
+except ModuleNotFoundError:
+    import os, subprocess, sys
+    url = "{url}"
+    env = dict(os.environ, GIT_TERMINAL_PROMPT="0")  # a missing repository fails at once instead of asking for a login
+    if subprocess.run([sys.executable, "-m", "pip", "install", "-q", url], env=env).returncode:
+        raise SystemExit(f"Could not pip install {{url}}. Install the book by hand: clone its repository, then run "
+                         "`pip install -r requirements.txt` in it and start Jupyter there.")"""
+
+
+def install_cell(book: Book, chapter: Chapter) -> str:
+    """The first code cell of a chapter: its `default_exp`, and the install from book.yml's repository and branch."""
+    return INSTALL_CELL.format(module=chapter.module, url=colab_links(book, chapter)[1])
+
+
 def colab_problems(book: Book) -> list[str]:
     """Chapters whose Colab badge or install cell does not point at book.yml's repository and branch."""
     if not book.repository:
@@ -319,9 +338,13 @@ def colab_problems(book: Book) -> list[str]:
     problems = []
     for chapter in book.chapters:
         text = (book.root / chapter.file).read_text(encoding="utf-8")
-        for what, link in zip(("Colab badge", "install cell"), colab_links(book, chapter)):
-            if link not in text:
-                problems.append(f"{chapter.file}: {what} does not point at {link} (book.yml repository/branch)")
+        if colab_links(book, chapter)[0] not in text:
+            problems.append(f"{chapter.file}: Colab badge does not point at {colab_links(book, chapter)[0]} "
+                            "(book.yml repository/branch)")
+        code = [c.source for c in nbformat.reads(text, as_version=4).cells if c.cell_type == "code"]
+        if not code or code[0] != install_cell(book, chapter):
+            problems.append(f"{chapter.file}: the first code cell is not the install cell for "
+                            f"{colab_links(book, chapter)[1]} (book.yml repository/branch; see book.install_cell)")
     return problems
 
 

@@ -158,9 +158,19 @@ def read_safetensors_metadata(path, what: str = "checkpoint", advice: str = "it 
     return read_safetensors(path, what, advice)[1]
 
 
-def load_tensors(model: torch.nn.Module, tensors: dict) -> None:
+def load_tensors(model: torch.nn.Module, tensors: dict, path=None) -> None:
     """Load `tensors` into `model` strictly: each tensor is one of its entries, and each entry is given, a tied
-    parameter under any one of its names. Raises ValueError saying what does not fit."""
+    parameter under any one of its names. Raises ValueError saying what does not fit, naming `path`, the file the
+    tensors came from, where it is given."""
+    try:
+        _load_strict(model, tensors)
+    except ValueError as err:
+        if path is None:
+            raise
+        raise ValueError(f"{path}: weights do not fit the model its config describes ({err})") from None
+
+
+def _load_strict(model: torch.nn.Module, tensors: dict) -> None:
     state = model.state_dict()
     unexpected = sorted(set(tensors) - set(state))
     given = {state[name].data_ptr() for name in tensors if name in state}

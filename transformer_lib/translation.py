@@ -46,10 +46,8 @@ from transformer_lib.training import LabelSmoothing, evaluate, make_optimizer, t
 # %% notebooks/08_translation.ipynb cell 5
 @dataclass
 class Recipe:
-    """Everything a Multi30k training run depends on: model, data, optimization and evaluation.
-
-    RECIPES holds one per run budget; any field can be changed with dataclasses.replace.
-    """
+    """Everything a Multi30k run depends on: model, data, optimization, evaluation. RECIPES holds one per run
+    budget; any field can be changed with dataclasses.replace."""
     # the model (chapter 4)
     n_layers: int = 3
     d_model: int = 256
@@ -73,6 +71,7 @@ class Recipe:
     clip_norm: float | None = 1.0
     accum_steps: int = 1  # batches per optimizer step (per process, under DistributedDataParallel)
     seed: int = 0
+    fast: bool = False  # chapter 9's fast path: fused kernels, and bfloat16 autocast where the hardware has it
     # evaluation (chapter 7)
     beam_size: int = 5
     length_penalty: float = 0.6
@@ -173,20 +172,15 @@ def load_checkpoint(path, device="cpu"):
     tokenizers = checks.read_checkpoint_tokenizers(path, metadata, src_vocab, tgt_vocab, info.get("lower", True),
                                                    tokenizer_from_dict)  # whole words if it stores none
     model = build_model(config)
-    try:
-        load_tensors(model, tensors)
-    except ValueError as err:
-        raise ValueError(f"{path}: weights do not fit the model its config describes ({err})") from None
+    load_tensors(model, tensors, path)  # a ValueError naming the file where they do not fit
     model.vocabs, model.tokenizers, model.lower = (src_vocab, tgt_vocab), tokenizers, info.get("lower", True)
     return model.to(device).eval(), src_vocab, tgt_vocab, info
 
 
 # %% notebooks/08_translation.ipynb cell 19
 def average_checkpoints(paths, device="cpu"):
-    """(model, src_vocab, tgt_vocab, info) whose weights are the mean of the checkpoints' weights.
-
-    The checkpoints must share config and vocabularies (the last epochs of one run); info is the last one's.
-    """
+    """(model, src_vocab, tgt_vocab, info) whose weights are the mean of the checkpoints' weights; the checkpoints
+    must share config and vocabularies (the last epochs of one run); info is the last one's."""
     paths = [Path(p) for p in paths]
     if not paths:
         raise ValueError("paths is empty: nothing to average")
@@ -232,8 +226,7 @@ class BleuScore:
     tokenized_signature: str
 
     def __str__(self) -> str:
-        return (f"sacreBLEU {self.sacrebleu:.2f} ({self.signature}); "
-                f"tokenized lowercased BLEU {self.tokenized:.2f}")
+        return f"sacreBLEU {self.sacrebleu:.2f} ({self.signature}); tokenized lowercased BLEU {self.tokenized:.2f}"
 
 
 def bleu(hypotheses: list[list[str]], references: list[str], lowercase: bool = True, tgt_tok=None) -> BleuScore:
@@ -286,6 +279,9 @@ def _build(recipe: Recipe, data: TranslationData, device):
                        recipe.n_heads, recipe.dropout, norm_first=recipe.norm_first,
                        share_embeddings=recipe.shared_vocab, pad_idx=pad).to(device)
     criterion = LabelSmoothing(len(data.tgt_vocab), pad, recipe.smoothing)
+    if recipe.fast:  # chapter 9's twins: the same parameters, fused kernels
+        from transformer_lib.fast import FastLabelSmoothing, use_fast_path
+        model, criterion = use_fast_path(model), FastLabelSmoothing(len(data.tgt_vocab), pad, recipe.smoothing)
     optimizer, scheduler = make_optimizer(model, recipe.d_model, recipe.factor, recipe.warmup)
     return model, criterion, optimizer, scheduler
 
@@ -369,11 +365,11 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
     uninterrupted run ends. At the end, the better on validation BLEU (beam search) of the last epoch and the
     average of the last `average_last` is written to `model.safetensors`.
 
-    Under torch.distributed (e.g. torchrun) every process trains a DistributedDataParallel replica on its share of
-    each epoch's batches, so one optimizer step sees N x accum_steps batches; process 0 alone evaluates BLEU and
-    writes files.
+    Under torch.distributed (e.g. torchrun) each process trains a DistributedDataParallel replica on its share of
+    the batches (a step sees N x accum_steps batches); process 0 alone evaluates BLEU and writes files.
     """
     import torch.distributed as dist
+    from transformer_lib.fast import cpu_has_bf16  # chapter 9
     from transformer_lib.runtime import default_device
 
     checks.check_training_run(recipe, Recipe, data, TranslationData, out_dir)
@@ -386,6 +382,7 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
     data = data if data is not None else prepare_data(recipe)
     checks.check_shared_vocab(recipe.shared_vocab, data.src_vocab, data.tgt_vocab)
     model, criterion, optimizer, scheduler = _build(recipe, data, device)
+    bf16 = recipe.fast and (cpu_has_bf16() if device.type == "cpu" else device.type == "cuda")
     trained = nn.parallel.DistributedDataParallel(model) if distributed else model
     val_examples = encode_pairs(data.val, data.src_tok, data.tgt_tok, data.src_vocab, data.tgt_vocab)
     val_batches = [b.to(device) for b in bucket_batches(val_examples, recipe.max_tokens, data.tgt_vocab.pad_idx,
@@ -396,9 +393,11 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
         log(f"resuming {out_dir} after epoch {done} ({seconds:.0f}s of training so far)")
     for epoch in range(done + 1, recipe.epochs + 1):
         start = time.perf_counter()
-        train_loss = train_epoch(trained, _epoch_batches(recipe, data, epoch, rank, world, device), criterion,
-                                 optimizer, scheduler, recipe.accum_steps, clip_norm=recipe.clip_norm,
-                                 progress=progress and rank == 0, desc=f"epoch {epoch}")
+        # no weight cache: one cache for the epoch would reuse the first step's bfloat16 weights in every step
+        with torch.autocast(device.type, torch.bfloat16, enabled=bf16, cache_enabled=False):
+            train_loss = train_epoch(trained, _epoch_batches(recipe, data, epoch, rank, world, device), criterion,
+                                     optimizer, scheduler, recipe.accum_steps, clip_norm=recipe.clip_norm,
+                                     progress=progress and rank == 0, desc=f"epoch {epoch}")
         val_loss = evaluate(model, val_batches, criterion)
         seconds += time.perf_counter() - start
         if rank == 0:
