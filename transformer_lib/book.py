@@ -525,6 +525,8 @@ def main(argv: list[str] | None = None) -> int:
     run_p.add_argument("--record", action="store_true",
                        help="write each chapter's time to docs/runs.json (the README's run-time table)")
     run_p.add_argument("chapters", nargs="*", help="chapter numbers, file stems or module names (default: all)")
+    html_p = sub.add_parser("html", help="build the book as a static website from the committed notebooks")
+    html_p.add_argument("--out", type=Path, default=None, help="the site's folder (default: site/ in the book)")
     args = parser.parse_args(argv)
     try:
         book = load_book(args.root)
@@ -551,6 +553,12 @@ def main(argv: list[str] | None = None) -> int:
                 print("README.md: generated blocks agree with the recorded results")
             else:
                 print("README.md: generated blocks " + ("rewritten" if write_readme(book) else "already current"))
+        elif args.command == "html":
+            from transformer_lib.website import build_site
+
+            out = args.out if args.out is not None else book.root / "site"
+            build_site(book, out)
+            print(f"open {out / 'index.html'}, or serve it: python -m http.server -d {out}")
         else:
             run(book, select_chapters(book, args.chapters), args.budget, args.timeout, record=args.record)
     except (BookError, ValueError) as err:
