@@ -19,7 +19,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 import transformer_lib.book as bk
-from transformer_lib.charts import CHART_MIME, chart_bundle
+from transformer_lib.charts import CHART_MIME, chart_bundle, compact
 from transformer_lib.website import SiteError, build_site, markdown_math_to_mathml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,10 +76,10 @@ def test_equations_are_mathml_and_every_formula_was_converted(site):
 def test_charts_carry_their_spec_and_a_picture_and_the_bundle_is_written(site):
     _, out, pages = site
     charted = [p for p in pages if p.charts]
-    assert [p.file for p in charted] == ["07_decoding.html"]
-    text = (out / "07_decoding.html").read_text(encoding="utf-8")
-    assert text.count('class="vega-chart"') == charted[0].charts
-    assert 'class="chart-fallback"' in text and "data:image/png;base64," in text
+    assert [p.file for p in charted] == ["01_embeddings.html", "05_training.html", "07_decoding.html"]
+    for page in charted:
+        text = (out / page.file).read_text(encoding="utf-8")
+        assert text.count('class="vega-chart"') == text.count('class="chart-fallback"') == page.charts
     bundle = (out / "assets" / "vega.js").read_text(encoding="utf-8")
     assert "window.vegaEmbed" in bundle and "://cdn" not in bundle[-2000:]
 
@@ -94,12 +94,13 @@ def test_search_index_points_at_headings_that_exist(site):
     assert any("label smoothing" in e["text"] and e["url"].startswith("05_training.html") for e in entries)
 
 
-def test_chapter_7_chart_is_stored_as_spec_and_png_not_cdn_html():
-    nb = nbformat.read(ROOT / "notebooks" / "07_decoding.ipynb", as_version=4)
+@pytest.mark.parametrize("chapter, n_charts", [("01_embeddings", 1), ("05_training", 1), ("07_decoding", 1)])
+def test_charts_are_stored_as_spec_and_png_not_as_html_that_fetches_vega(chapter, n_charts):
+    nb = nbformat.read(ROOT / "notebooks" / f"{chapter}.ipynb", as_version=4)
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if "data" in o]
     charts = [o for o in outputs if CHART_MIME in o["data"]]
-    assert len(charts) == 1 and "image/png" in charts[0]["data"]
-    assert not [o for o in outputs if "cdn.jsdelivr" in str(o["data"].get("text/html", ""))]
+    assert len(charts) == n_charts and all("image/png" in o["data"] for o in charts)
+    assert not [o for o in outputs if "://" in str(o["data"].get("text/html", ""))]
 
 
 def test_chart_bundle_has_spec_png_and_refuses_what_is_not_a_chart():
@@ -109,6 +110,27 @@ def test_chart_bundle_has_spec_png_and_refuses_what_is_not_a_chart():
     assert bundle[CHART_MIME] == spec and bundle["image/png"].startswith("iVBORw0KGgo")  # base64 of a PNG header
     with pytest.raises(TypeError, match="chart must be an altair chart or a vega-lite spec"):
         chart_bundle([1, 2, 3])
+
+
+def test_compact_specs_draw_the_same_chart_from_one_csv_line():
+    """Rows become one CSV string (a comma, a quote and a space inside a label included) and the drawing is the same."""
+    import altair as alt
+    import pandas as pd
+    import vl_convert
+
+    frame = pd.DataFrame({"layer": [1, 1, 2, 2], "query": ['0 <s>', '1 ,', '2 "a"', "3 b c"], "weight": [0.1, 0.7, 0.25, 1.0]})
+    chart = (alt.Chart(frame).mark_rect().encode(x="layer:O", y=alt.Y("query:N", sort=None), color="weight:Q")
+             .facet(column="layer:O"))
+    spec = chart.to_dict()
+    small = compact(spec)
+    assert "datasets" not in small and small["data"]["format"] == {"type": "csv", "parse": {"layer": "number",
+                                                                                                 "weight": "number"}}
+    assert small["data"]["values"].count("\n") == len(frame) + 1
+    def svg(s):  # gradient ids count up from one drawing to the next
+        return re.sub(r"gradient_\d+", "gradient", vl_convert.vegalite_to_svg(s))
+
+    assert svg(small) == svg(spec)
+    assert chart_bundle(chart)[CHART_MIME] == small
 
 
 def _book_with(tmp_path, cells):

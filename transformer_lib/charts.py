@@ -12,11 +12,50 @@ installed, the output carries the spec alone.
 from __future__ import annotations
 
 import base64
+import csv
+import io
 
-__all__ = ["CHART_MIME", "chart_bundle", "show"]
+__all__ = ["CHART_MIME", "compact", "chart_bundle", "show"]
 
 # the vega-lite mime type JupyterLab 4 renders (altair 6 writes its specs for Vega-Lite 6, which draws them the same)
 CHART_MIME = "application/vnd.vegalite.v5+json"
+
+
+def compact(spec: dict) -> dict:
+    """The spec with each table of rows altair stores (`datasets`) written inline as one CSV string.
+
+    The chart is the same; the notebook is not: a notebook file puts every value of a JSON list on a line of its
+    own, so 3,000 rows of 7 fields are some 20,000 lines, and as CSV they are one."""
+    datasets = spec.get("datasets", {})
+    tables = {name: rows for name, rows in datasets.items() if rows and isinstance(rows, list)
+              and all(isinstance(r, dict) and list(r) == list(rows[0])
+                      and all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in r.values())
+                      for r in rows)}
+    if not tables:
+        return spec
+
+    def csv_text(rows):
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        return buffer.getvalue()
+
+    def inline(node):
+        if isinstance(node, dict):
+            data = node.get("data")
+            if isinstance(data, dict) and set(data) == {"name"} and data["name"] in tables:
+                rows = tables[data["name"]]
+                parse = {k: "number" for k, v in rows[0].items() if isinstance(v, (int, float))}
+                node = {**node, "data": {"values": csv_text(rows), "format": {"type": "csv", "parse": parse}}}
+            return {k: inline(v) if k != "datasets" else v for k, v in node.items()}
+        return [inline(v) for v in node] if isinstance(node, list) else node
+
+    out = inline(spec)
+    out["datasets"] = {k: v for k, v in datasets.items() if k not in tables}
+    if not out["datasets"]:
+        del out["datasets"]
+    return out
 
 
 def chart_bundle(chart, png_scale: float = 1.0) -> dict:
@@ -24,6 +63,7 @@ def chart_bundle(chart, png_scale: float = 1.0) -> dict:
     spec = chart if isinstance(chart, dict) else getattr(chart, "to_dict", lambda: None)()
     if not isinstance(spec, dict):
         raise TypeError(f"chart must be an altair chart or a vega-lite spec (dict), got {type(chart).__name__}")
+    spec = compact(spec)
     bundle = {CHART_MIME: spec, "text/plain": "<an interactive vega-lite chart: JupyterLab draws it>"}
     try:
         import vl_convert

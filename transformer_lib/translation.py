@@ -270,7 +270,8 @@ class TrainingRun:
 
 
 def _build(recipe: Recipe, data: TranslationData, device):
-    """The model (seeded by the recipe), loss, optimizer and schedule a recipe asks for."""
+    """The model (seeded by the recipe), loss, optimizer and schedule a recipe asks for, and whether to train under
+    bfloat16 autocast."""
     from transformer_lib.runtime import seed_everything
 
     seed_everything(recipe.seed)
@@ -278,12 +279,13 @@ def _build(recipe: Recipe, data: TranslationData, device):
     model = make_model(len(data.src_vocab), len(data.tgt_vocab), recipe.n_layers, recipe.d_model, recipe.d_ff,
                        recipe.n_heads, recipe.dropout, norm_first=recipe.norm_first,
                        share_embeddings=recipe.shared_vocab, pad_idx=pad).to(device)
-    criterion = LabelSmoothing(len(data.tgt_vocab), pad, recipe.smoothing)
-    if recipe.fast:  # chapter 9's twins: the same parameters, fused kernels
-        from transformer_lib.fast import FastLabelSmoothing, use_fast_path
+    criterion, bf16 = LabelSmoothing(len(data.tgt_vocab), pad, recipe.smoothing), False
+    if recipe.fast:  # chapter 9's twins (the same parameters, fused kernels), bfloat16 where the hardware has it
+        from transformer_lib.fast import FastLabelSmoothing, cpu_has_bf16, use_fast_path
         model, criterion = use_fast_path(model), FastLabelSmoothing(len(data.tgt_vocab), pad, recipe.smoothing)
+        bf16 = cpu_has_bf16() if torch.device(device).type == "cpu" else torch.device(device).type == "cuda"
     optimizer, scheduler = make_optimizer(model, recipe.d_model, recipe.factor, recipe.warmup)
-    return model, criterion, optimizer, scheduler
+    return model, criterion, optimizer, scheduler, bf16
 
 
 # %% notebooks/08_translation.ipynb cell 29
@@ -369,7 +371,6 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
     the batches (a step sees N x accum_steps batches); process 0 alone evaluates BLEU and writes files.
     """
     import torch.distributed as dist
-    from transformer_lib.fast import cpu_has_bf16  # chapter 9
     from transformer_lib.runtime import default_device
 
     checks.check_training_run(recipe, Recipe, data, TranslationData, out_dir)
@@ -381,8 +382,7 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
     out_dir.mkdir(parents=True, exist_ok=True)
     data = data if data is not None else prepare_data(recipe)
     checks.check_shared_vocab(recipe.shared_vocab, data.src_vocab, data.tgt_vocab)
-    model, criterion, optimizer, scheduler = _build(recipe, data, device)
-    bf16 = recipe.fast and (cpu_has_bf16() if device.type == "cpu" else device.type == "cuda")
+    model, criterion, optimizer, scheduler, bf16 = _build(recipe, data, device)
     trained = nn.parallel.DistributedDataParallel(model) if distributed else model
     val_examples = encode_pairs(data.val, data.src_tok, data.tgt_tok, data.src_vocab, data.tgt_vocab)
     val_batches = [b.to(device) for b in bucket_batches(val_examples, recipe.max_tokens, data.tgt_vocab.pad_idx,
