@@ -94,7 +94,7 @@ def test_search_index_points_at_headings_that_exist(site):
     assert any("label smoothing" in e["text"] and e["url"].startswith("05_training.html") for e in entries)
 
 
-@pytest.mark.parametrize("chapter, n_charts", [("01_embeddings", 1), ("05_training", 1), ("07_decoding", 1)])
+@pytest.mark.parametrize("chapter, n_charts", [("01_embeddings", 1), ("05_training", 1), ("07_decoding", 2)])
 def test_charts_are_stored_as_spec_and_png_not_as_html_that_fetches_vega(chapter, n_charts):
     nb = nbformat.read(ROOT / "notebooks" / f"{chapter}.ipynb", as_version=4)
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if "data" in o]

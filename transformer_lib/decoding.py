@@ -196,7 +196,7 @@ def translate_tokens(model, sentences: list[str], src_tok, src_vocab, tgt_vocab,
     return out
 
 
-# %% notebooks/07_decoding.ipynb cell 26
+# %% notebooks/07_decoding.ipynb cell 28
 ATTENTION_AXES = {  # kind -> (rows: the queries, columns: the keys)
     "encoder": ("source", "source"),
     "decoder": ("target", "target"),
@@ -223,7 +223,7 @@ def attention_maps(model, src_ids: list[int], tgt_ids: list[int]) -> dict[str, t
             "cross": torch.stack([layer.src_attn.attn[0] for layer in model.decoder.layers]).cpu()}
 
 
-# %% notebooks/07_decoding.ipynb cell 28
+# %% notebooks/07_decoding.ipynb cell 30
 def attention_frame(maps: dict, src_tokens: list[str], tgt_tokens: list[str]):
     """The maps as one long pandas DataFrame, a row per (kind, layer, head, query, key) with its weight.
 
@@ -247,7 +247,7 @@ def attention_frame(maps: dict, src_tokens: list[str], tgt_tokens: list[str]):
     return pd.concat(frames, ignore_index=True)
 
 
-# %% notebooks/07_decoding.ipynb cell 30
+# %% notebooks/07_decoding.ipynb cell 32
 def plot_attention_grid(maps: dict, kind: str, src_tokens: list[str], tgt_tokens: list[str], size: float = 1.6):
     """A static matplotlib grid of one kind of attention: a row of panels per layer, a column per head.
 
