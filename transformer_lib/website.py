@@ -30,7 +30,6 @@ __all__ = ["VEGALITE_MIMES", "SiteError", "Page", "build_site", "tex_to_mathml",
 # JupyterLab 4 renders; altair 6's own renderer writes v6)
 VEGALITE_MIMES = ("application/vnd.vegalite.v6.json", "application/vnd.vegalite.v6+json",
                   "application/vnd.vegalite.v5+json")
-EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", re.I)
 TEMPLATE_DIR = Path(__file__).parent / "site_template"
 MARKER = ".transformer-book-site"  # a folder holding it may be replaced by the next build
 
@@ -78,8 +77,6 @@ def markdown_math_to_mathml(text: str) -> tuple[str, int]:
         return "".join(out + [convert_math(part[last:])])
 
     def convert_math(part: str) -> str:
-        nonlocal count
-
         def display(m):
             nonlocal count
             count += 1
