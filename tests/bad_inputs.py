@@ -859,6 +859,10 @@ def _(tmp): F.FusedMultiHeadAttention(8, 2)(x3(), x3(), x3(), torch.ones(2, 1, 1
 def _(tmp): F.matmul_peak(size=0)
 
 
+@case("has_bf16(device)", "a device torch does not know", ValueError, "device", "gpu")
+def _(tmp): F.has_bf16("gpu")
+
+
 @case("FastBeamSearch(model)", "a module that is not an EncoderDecoder", TypeError, "model", "EncoderDecoder")
 def _(tmp): F.FastBeamSearch(nn.Linear(4, 4))
 

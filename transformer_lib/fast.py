@@ -10,6 +10,7 @@ __all__ = [
     'use_fast_path',
     'matmul_peak',
     'cpu_has_bf16',
+    'has_bf16',
     'pack_decoder',
     'FastBeamSearch',
 ]
@@ -26,9 +27,9 @@ from torch import nn
 
 from transformer_lib.attention import MultiHeadAttention
 from transformer_lib.blocks import LayerNorm
-from transformer_lib.checks import (as_dtype, check_attention_inputs, check_cache_length, check_encoder_decoder,
-                                    check_int, check_ints, check_last_dim, check_loss_inputs, check_model_tokens,
-                                    check_symbols)
+from transformer_lib.checks import (as_device, as_dtype, check_attention_inputs, check_cache_length,
+                                    check_encoder_decoder, check_int, check_ints, check_last_dim, check_loss_inputs,
+                                    check_model_tokens, check_symbols)
 from transformer_lib.training import LabelSmoothing
 
 
@@ -190,6 +191,12 @@ def cpu_has_bf16() -> bool:
     return " amx_bf16" in flags or " avx512_bf16" in flags
 
 
+def has_bf16(device) -> bool:
+    """True where `device` multiplies bfloat16 in hardware: a CPU with AMX or AVX512-BF16, a CUDA GPU that can."""
+    device = as_device("device", device)
+    return cpu_has_bf16() if device.type == "cpu" else device.type == "cuda" and torch.cuda.is_bf16_supported()
+
+
 # %% notebooks/09_fast.ipynb cell 33
 def _packed(*linears: nn.Linear, dtype, scale: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
     """The stacked weights and biases of `linears` (one matrix multiplication for all), the first one's multiplied
@@ -253,8 +260,7 @@ class FastBeamSearch:
         check_encoder_decoder(model)
         device = next(model.parameters()).device
         if dtype is None:
-            bf16 = cpu_has_bf16() if device.type == "cpu" else device.type == "cuda" and torch.cuda.is_bf16_supported()
-            dtype = torch.bfloat16 if bf16 else torch.float32
+            dtype = torch.bfloat16 if has_bf16(device) else torch.float32
         self.dtype = as_dtype("dtype", dtype)
         self.exact = torch.promote_types(self.dtype, torch.float32)  # attention, log-probabilities, scores
         self.w = pack_decoder(model, self.dtype)

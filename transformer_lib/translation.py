@@ -281,9 +281,9 @@ def _build(recipe: Recipe, data: TranslationData, device):
                        share_embeddings=recipe.shared_vocab, pad_idx=pad).to(device)
     criterion, bf16 = LabelSmoothing(len(data.tgt_vocab), pad, recipe.smoothing), False
     if recipe.fast:  # chapter 9's twins (the same parameters, fused kernels), bfloat16 where the hardware has it
-        from transformer_lib.fast import FastLabelSmoothing, cpu_has_bf16, use_fast_path
+        from transformer_lib.fast import FastLabelSmoothing, has_bf16, use_fast_path
         model, criterion = use_fast_path(model), FastLabelSmoothing(len(data.tgt_vocab), pad, recipe.smoothing)
-        bf16 = cpu_has_bf16() if torch.device(device).type == "cpu" else torch.device(device).type == "cuda"
+        bf16 = has_bf16(device)
     optimizer, scheduler = make_optimizer(model, recipe.d_model, recipe.factor, recipe.warmup)
     return model, criterion, optimizer, scheduler, bf16
 
