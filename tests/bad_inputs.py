@@ -544,6 +544,15 @@ def _(tmp): D.pre_tokens(D.Tokenizer("en"), ["a", "dog"])
 def _(tmp): D.SubwordTokenizer("en", [("a", "b")])
 
 
+@case("SubwordTokenizer(...)(text, dropout)", "BPE-dropout 1.0 (every merge left out)", ValueError, "dropout", "[0, 1)")
+def _(tmp): D.SubwordTokenizer("en", D.BPE([("a", "b")], "ab "))("ab", 1.0)
+
+
+@case("encode_pairs(pairs, ..., dropout)", "BPE-dropout with whole-word tokenizers", ValueError, "src_tok",
+      "SubwordTokenizer")
+def _(tmp): D.encode_pairs([("ab", "ab")], D.Tokenizer("de"), D.Tokenizer("en"), tiny_vocab(), tiny_vocab(), 0.1)
+
+
 @case("tokenizer_from_dict(values)", "a dict of another kind", ValueError, "values['kind']", "bpe")
 def _(tmp): D.tokenizer_from_dict({"kind": "sentencepiece", "lang": "en", "lower": True})
 
@@ -789,12 +798,20 @@ def _(tmp): X.Recipe(dropout=1.0)
 def _(tmp): X.Recipe(length_penalty=-1.0)
 
 
+@case("Recipe(...)", "bpe_dropout with whole words", ValueError, "bpe_dropout", "subwords")
+def _(tmp): X.Recipe(bpe_dropout=0.1)
+
+
 @case("Recipe.from_dict(values)", "a misspelt field", ValueError, "unknown", "epoch")
 def _(tmp): X.Recipe.from_dict({"epoch": 3})
 
 
 @case("average_checkpoints(paths)", "no paths", ValueError, "paths", "empty")
 def _(tmp): X.average_checkpoints([])
+
+
+@case("average_checkpoints(paths)", "one path, not a list of them", TypeError, "paths", "list")
+def _(tmp): X.average_checkpoints(str(tiny_checkpoint(tmp)))
 
 
 @case("average_checkpoints(paths)", "checkpoints of two different models", ValueError, "does not share")

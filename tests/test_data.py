@@ -102,7 +102,7 @@ def test_fallback_to_the_offline_corpus_says_so(tmp_path, tiny_multi30k):
 def test_offline_corpus_is_deterministic_and_grammatical():
     pairs = offline_corpus(300, seed=4)
     assert pairs == offline_corpus(300, seed=4) and pairs != offline_corpus(300, seed=5)
-    genders = {noun: gender for noun, _, gender in D._SUBJECTS}
+    genders = {noun: gender for noun, _, gender in M._SUBJECTS}
     endings = {"m": "er", "f": "e", "n": "es", "p": "e"}
     for de, en in pairs:
         assert de.endswith(".") and en.endswith(".")

@@ -4,6 +4,7 @@ work with it; a checkpoint without tokenizers (the shipped model's kind) still l
 from dataclasses import replace
 
 import pytest
+import torch
 
 import transformer_lib.translation as tr
 from transformer_lib import evaluate as evaluate_cli
@@ -145,3 +146,37 @@ def test_the_train_command_trains_on_subwords_when_asked(tmp_path, monkeypatch, 
     assert "test2016 (20 pairs)" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         train_cli.main(["multi30k", "--budget", "smoke", "--subwords", "-1", "--out", str(out)])
+
+
+def test_bpe_dropout_gives_every_epoch_its_own_cut_and_a_resumed_run_ends_where_an_uninterrupted_one_does(
+        monkeypatch, tmp_path):
+    monkeypatch.setattr(tr, "load_translation_data", fake_splits)
+    recipe = replace(SUBWORDS, bpe_dropout=0.2)
+    data = tr.prepare_data(recipe)
+    assert data.train_text == fake_splits("train")[0] and len(data.train_text) == len(data.train)
+    epoch_1, epoch_1_again, epoch_2 = (tr._epoch_batches(recipe, data, e, 0, 1, "cpu") for e in (1, 1, 2))
+    plain = tr._epoch_batches(SUBWORDS, data, 1, 0, 1, "cpu")
+    ids = lambda batches: sorted(tuple(row[row != 1].tolist()) for b in batches for row in b.src)  # noqa: E731
+    assert ids(epoch_1) == ids(epoch_1_again) != ids(epoch_2)
+    assert ids(plain) == sorted(tuple(src) for src, _ in data.train)  # no dropout: the cut prepare_data made
+    assert sum(map(len, ids(epoch_1))) > sum(map(len, ids(plain)))  # merges left out: more, smaller pieces
+    texts = sorted(data.src_tok.decode(data.src_vocab.decode(row)) for row in ids(epoch_2))
+    assert texts == sorted(de.lower() for de, _ in data.train_text)  # every cut spells its sentence
+    quiet = lambda *_: None  # noqa: E731
+    whole = train_translation(recipe, tmp_path / "whole", data=data, progress=False, log=quiet, device="cpu")
+    train_translation(replace(recipe, epochs=1), tmp_path / "half", data=data, progress=False, log=quiet, device="cpu")
+    resumed = train_translation(recipe, tmp_path / "half", data=data, progress=False, log=quiet, device="cpu")
+    for a, b in zip(resumed.model.state_dict().values(), whole.model.state_dict().values()):
+        assert torch.equal(a, b)
+    assert load_checkpoint(whole.path)[3]["recipe"]["bpe_dropout"] == 0.2
+
+
+def test_bpe_dropout_needs_subwords_and_the_raw_training_pairs(monkeypatch, tmp_path):
+    with pytest.raises(ValueError, match="bpe_dropout=0.1 leaves out BPE merges, but subwords is None"):
+        replace(SUBWORDS, subwords=None, bpe_dropout=0.1)
+    with pytest.raises(ValueError, match="bpe_dropout must be a probability"):
+        replace(SUBWORDS, bpe_dropout=1.0)
+    monkeypatch.setattr(tr, "load_translation_data", fake_splits)
+    data = replace(tr.prepare_data(SUBWORDS), train_text=[])
+    with pytest.raises(ValueError, match="data.train_text holds 0 of the 300"):
+        train_translation(replace(SUBWORDS, bpe_dropout=0.1), tmp_path, data=data, progress=False, device="cpu")

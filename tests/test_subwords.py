@@ -148,3 +148,68 @@ def test_tokenizers_come_back_from_to_dict_and_bpe_from_its_file(tmp_path, bpe):
     loaded = BPE.load(tmp_path / "bpe.json")
     text = "ein kleiner hund läuft im schnee."
     assert SubwordTokenizer("de", loaded)(text) == SubwordTokenizer("de", bpe)(text)
+
+
+# BPE-dropout (chapter 6): merges left out at random while encoding, for training only
+
+
+def dropout_replay(word: str, bpe: BPE, kept) -> list[str]:
+    """BPE-dropout as its definition states it: at each step, of the merges that apply, those `kept(pair)` says
+    survive; the earliest learned of them is applied; none surviving ends the word."""
+    symbols = initial_symbols(word)
+    while True:
+        applicable = [p for p in zip(symbols, symbols[1:]) if p in bpe.rank]
+        surviving = [p for p in applicable if kept(p)]
+        if not surviving:
+            return symbols
+        symbols = merge_pair(symbols, min(surviving, key=lambda p: bpe.rank[p]))
+
+
+def test_bpe_dropout_draws_one_number_per_applicable_merge_per_step_like_its_definition(corpus, bpe):
+    words = sorted(corpus)[:200]
+    for p in (0.1, 0.5):
+        ours, theirs = random.Random(3), random.Random(3)
+        for w in words:
+            assert bpe.encode_word(w, p, ours) == dropout_replay(w, bpe, lambda _: not theirs.random() < p), w
+
+
+def test_no_dropout_is_plain_encoding_and_dropout_never_touches_the_cache(corpus, bpe):
+    words = sorted(corpus)[:100]
+    plain = {w: list(bpe.encode_word(w)) for w in words}
+    rng = random.Random(0)
+    for w in words:
+        bpe.encode_word(w, 0.5, rng)
+    assert {w: bpe.encode_word(w) for w in words} == plain
+    assert {w: bpe.encode_word(w, 0.0, random.Random(1)) for w in words} == plain
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.text(alphabet=TEXT_CHARS, max_size=60), st.sampled_from([0.05, 0.1, 0.5, 0.9]), st.integers(0, 10**6))
+def test_any_cut_by_bpe_dropout_is_in_the_vocabulary_and_decodes_to_the_text(text, p, seed):
+    tok = _text_tokenizer()
+    pieces = tok(text, p, random.Random(seed))
+    assert all(s in tok.bpe.vocab().stoi for s in pieces)
+    assert tok.decode(pieces) == text
+
+
+def test_bpe_dropout_cuts_finer_the_higher_p_and_a_seed_gives_the_same_cut(bpe):
+    tok = SubwordTokenizer("de", bpe)
+    text = " ".join(de for de, _ in offline_corpus(100, seed=9))
+    lengths = [len(tok(text, p, random.Random(0))) for p in (0.0, 0.1, 0.5, 0.99)]
+    assert lengths == sorted(lengths) and lengths[0] < lengths[1] < lengths[2] < lengths[3]
+    initial = sum(len(initial_symbols(w)) for w in pre_tokens(tok, text))
+    assert lengths[3] > 0.95 * initial  # nearly every merge left out: nearly the characters BPE starts from
+    assert tok(text, 0.1, random.Random(5)) == tok(text, 0.1, random.Random(5)) != tok(text, 0.1, random.Random(6))
+
+
+def test_bpe_dropout_needs_a_probability_and_subword_tokenizers():
+    from transformer_lib.data import encode_pairs
+
+    tok = _text_tokenizer()
+    vocab = tok.bpe.vocab()
+    with pytest.raises(ValueError, match="dropout must be a probability"):
+        tok("a b", 1.0)
+    with pytest.raises(ValueError, match="src_tok is a Tokenizer"):
+        encode_pairs([("a b", "a b")], Tokenizer("de"), tok, vocab, vocab, dropout=0.1)
+    assert encode_pairs([("ab", "ab")], Tokenizer("de"), Tokenizer("en"), vocab, vocab) == \
+        [(vocab.encode(["ab"]), vocab.encode(["ab"], add_bos_eos=True))]

@@ -57,6 +57,16 @@ def check_instance(name: str, value, cls: type, what: str = "") -> None:
         raise TypeError(f"{name} must be a {cls.__name__}{what}, got {type(value).__name__}")
 
 
+def as_paths(name: str, paths) -> list:
+    """A non-empty list of paths as Path objects (average_checkpoints' checkpoints)."""
+    if isinstance(paths, (str, Path)):
+        raise TypeError(f"{name} must be a list of paths, got the single path {str(paths)!r}")
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise ValueError(f"{name} is empty: nothing to average")
+    return paths
+
+
 def check_probability(name: str, value) -> None:
     """Raise unless value is a number in [0, 1) (a dropout or smoothing probability)."""
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0.0 <= value < 1.0:
@@ -442,6 +452,15 @@ def check_bpe(merges, alphabet, space: str) -> None:
         known.add(pair[0] + pair[1])
 
 
+def check_dropout_tokenizers(dropout, src_tok, tgt_tok, subword_type: type) -> None:
+    """encode_pairs' BPE-dropout: a probability, and only for subword tokenizers (whole words have no merges)."""
+    check_probability("dropout", dropout)
+    for name, tok in (("src_tok", src_tok), ("tgt_tok", tgt_tok)):
+        if dropout and not isinstance(tok, subword_type):
+            raise ValueError(f"dropout={dropout} cuts subwords, but {name} is a {type(tok).__name__}, which has no "
+                             "merges to leave out; give SubwordTokenizers or dropout=0")
+
+
 def check_tokenizer_dict(values) -> None:
     """tokenizer_from_dict's input: what Tokenizer.to_dict or SubwordTokenizer.to_dict wrote."""
     if not isinstance(values, dict):
@@ -702,6 +721,10 @@ def check_recipe(r) -> None:
             raise TypeError(f"{name} must be True or False, got {type(getattr(r, name)).__name__} {getattr(r, name)!r}")
     check_probability("dropout", r.dropout)
     check_probability("smoothing", r.smoothing)
+    check_probability("bpe_dropout", r.bpe_dropout)
+    if r.bpe_dropout and not r.subwords:
+        raise ValueError(f"bpe_dropout={r.bpe_dropout} leaves out BPE merges, but subwords is {r.subwords!r} (whole "
+                         "words); set subwords to a number of merges, or bpe_dropout=0")
     for name in ("factor", "length_penalty") + (("clip_norm",) if r.clip_norm is not None else ()):
         check_number(name, getattr(r, name))
     check_positive("factor", r.factor)
@@ -724,6 +747,10 @@ def check_training_run(recipe, recipe_type: type, data, data_type: type, out_dir
         raise TypeError(f"recipe must be a Recipe, e.g. RECIPES['smoke'], got {type(recipe).__name__} {recipe!r}")
     if data is not None and not isinstance(data, data_type):
         raise TypeError(f"data must be a TranslationData from prepare_data(recipe), got {type(data).__name__}")
+    if data is not None and recipe.bpe_dropout and len(data.train_text) != len(data.train):
+        raise ValueError(f"recipe.bpe_dropout={recipe.bpe_dropout} cuts the raw training pairs afresh every epoch, but "
+                         f"data.train_text holds {len(data.train_text)} of the {len(data.train)}; build data with "
+                         "prepare_data(recipe)")
     if Path(out_dir).exists() and not Path(out_dir).is_dir():
         raise ValueError(f"out_dir={str(out_dir)!r} is a file; give a folder for the checkpoints")
 

@@ -3,7 +3,6 @@
 """Data for translation: the code chapter notebooks/06_data.ipynb builds."""
 
 __all__ = [
-    'offline_corpus',
     'load_translation_data',
     'Tokenizer',
     'Vocab',
@@ -34,63 +33,16 @@ from pathlib import Path
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-from transformer_lib.checks import (check_bpe, check_examples, check_int, check_text, check_token_list,
-                                    check_token_lists, check_tokenizer_dict, check_vocab_id, check_vocab_tokens,
-                                    check_word_counts)
+from transformer_lib.checks import (check_bpe, check_dropout_tokenizers, check_examples, check_int,
+                                    check_probability, check_text, check_token_list, check_token_lists,
+                                    check_tokenizer_dict, check_vocab_id, check_vocab_tokens, check_word_counts)
 from transformer_lib.files import write_atomically
-from transformer_lib.multi30k import DataUnavailable, load_multi30k  # finding and verifying the files (hand-written)
+from transformer_lib.multi30k import (DataUnavailable, load_multi30k,  # finding and verifying the files, and the
+                                      offline_corpus)  # stand-in for them (hand-written)
 from transformer_lib.training import Batch
 
 
 # %% notebooks/06_data.ipynb cell 5
-_SUBJECTS = [  # (German noun, English noun, gender: m, f, n or p for plural)
-    ("Mann", "man", "m"), ("Hund", "dog", "m"), ("Junge", "boy", "m"), ("Radfahrer", "cyclist", "m"),
-    ("Frau", "woman", "f"), ("Katze", "cat", "f"), ("Person", "person", "f"), ("Sängerin", "singer", "f"),
-    ("Mädchen", "girl", "n"), ("Kind", "child", "n"), ("Pferd", "horse", "n"), ("Baby", "baby", "n"),
-    ("Männer", "men", "p"), ("Frauen", "women", "p"), ("Kinder", "children", "p"), ("Hunde", "dogs", "p"),
-]
-_ADJECTIVES = [("klein", "small"), ("groß", "big"), ("jung", "young"), ("alt", "old"), ("braun", "brown"),
-               ("weiß", "white"), ("schwarz", "black"), ("glücklich", "happy"), ("müde", "tired")]
-_VERBS = [  # (German singular, German plural, English singular, English plural)
-    ("läuft", "laufen", "runs", "run"), ("spielt", "spielen", "plays", "play"), ("sitzt", "sitzen", "sits", "sit"),
-    ("steht", "stehen", "stands", "stand"), ("springt", "springen", "jumps", "jump"),
-    ("wartet", "warten", "waits", "wait"), ("schläft", "schlafen", "sleeps", "sleep"),
-]
-_PLACES = [("im Park", "in the park"), ("auf der Straße", "on the street"), ("am Strand", "on the beach"),
-           ("im Schnee", "in the snow"), ("vor einem Haus", "in front of a house"), ("im Wasser", "in the water"),
-           ("auf einer Wiese", "on a meadow"), ("neben einem Auto", "next to a car")]
-_EXTRAS = [("", ""), ("mit einem Ball", "with a ball"), ("mit einem Freund", "with a friend"),
-           ("in der Sonne", "in the sun")]
-_ARTICLE = {"m": ("Ein", "er"), "f": ("Eine", "e"), "n": ("Ein", "es"), "p": ("Zwei", "e")}  # article, ending
-
-
-# %% notebooks/06_data.ipynb cell 7
-def offline_corpus(n: int, seed: int = 0) -> list[tuple[str, str]]:
-    """n (German, English) pairs from a small grammar the book ships, for when Multi30k is unavailable.
-
-    Sentences look like Multi30k's ("Ein kleiner Hund läuft im Schnee." / "A small dog runs in the snow.")
-    but use about a hundred words; a model trained on them is no Multi30k model.
-    """
-    check_int("n", n)
-    rng = random.Random(seed)
-    pairs = []
-    for _ in range(n):
-        noun_de, noun_en, gender = rng.choice(_SUBJECTS)
-        article, ending = _ARTICLE[gender]
-        adj_de, adj_en = rng.choice(_ADJECTIVES) if rng.random() < 0.6 else ("", "")
-        if adj_de:  # "klein" + "er"; an adjective ending in e ("müde") takes the ending without its e
-            adj_de += ending[1:] if adj_de.endswith("e") else ending
-        verb = rng.choice(_VERBS)
-        place_de, place_en = rng.choice(_PLACES)
-        extra_de, extra_en = rng.choice(_EXTRAS)
-        plural = gender == "p"
-        de = " ".join(w for w in [article, adj_de, noun_de, verb[1 if plural else 0], extra_de, place_de] if w) + "."
-        en_article = "Two" if plural else ("An" if (adj_en or noun_en)[0] in "aeiou" else "A")
-        en = " ".join(w for w in [en_article, adj_en, noun_en, verb[3 if plural else 2], extra_en, place_en] if w) + "."
-        pairs.append((de, en))
-    return pairs
-
-
 def load_translation_data(split: str, root=None, download: bool = True, offline_size: int = 4000):
     """Multi30k's split if it can be had, else the offline corpus; returns (pairs, a description of the source)."""
     try:
@@ -103,7 +55,7 @@ def load_translation_data(split: str, root=None, download: bool = True, offline_
         return offline_corpus(sizes[split], seed=seeds[split]), note
 
 
-# %% notebooks/06_data.ipynb cell 12
+# %% notebooks/06_data.ipynb cell 10
 class Tokenizer:
     """spaCy's rule-based tokenizer for a language (no model download), with optional lowercasing.
 
@@ -136,7 +88,7 @@ class Tokenizer:
         return {"kind": "words", "lang": self.lang, "lower": self.lower}
 
 
-# %% notebooks/06_data.ipynb cell 15
+# %% notebooks/06_data.ipynb cell 13
 class Vocab:
     """Token <-> id, with the specials <unk> 0, <pad> 1, <s> 2, </s> 3. Build it from the training split only."""
     UNK, PAD, BOS, EOS = SPECIALS = ("<unk>", "<pad>", "<s>", "</s>")
@@ -198,7 +150,7 @@ class Vocab:
                              f"({err})") from None
 
 
-# %% notebooks/06_data.ipynb cell 21
+# %% notebooks/06_data.ipynb cell 19
 _NO_SPACE_BEFORE = re.compile(r" ([.,!?;:%)\]}]|n't\b|'(?:s|re|ve|m|ll|d)\b)")
 _NO_SPACE_AFTER = re.compile(r"([(\[{]) ")
 _HYPHEN = re.compile(r"(\w) - (?=\w)")
@@ -212,7 +164,7 @@ def detokenize(tokens: list[str]) -> str:
     return text[:1].upper() + text[1:]
 
 
-# %% notebooks/06_data.ipynb cell 24
+# %% notebooks/06_data.ipynb cell 22
 SPACE = "\u2581"  # "▁", the mark of a token that comes after a space
 
 
@@ -250,7 +202,7 @@ def merge_pair(symbols: list[str], pair: tuple[str, str]) -> list[str]:
     return out
 
 
-# %% notebooks/06_data.ipynb cell 26
+# %% notebooks/06_data.ipynb cell 24
 def learn_bpe(word_counts: dict, n_merges: int) -> list[tuple[str, str]]:
     """The first n_merges merges BPE learns from {pre-token: count}, in the order learned (fewer if no pair
     is left). Each is the most frequent adjacent pair of symbols at its turn; ties go to the smaller pair."""
@@ -290,14 +242,11 @@ def learn_bpe(word_counts: dict, n_merges: int) -> list[tuple[str, str]]:
     return merges
 
 
-# %% notebooks/06_data.ipynb cell 30
+# %% notebooks/06_data.ipynb cell 28
 class BPE:
-    """Byte-pair encoding: merges learned from pre-tokens, replayed to cut a pre-token into symbols.
-
-    Args:
-        merges: (left, right) symbol pairs, in the order learned (learn_bpe).
-        alphabet: the characters of the training text; each is a symbol alone and with SPACE.
-    """
+    """Byte-pair encoding: merges learned from pre-tokens, replayed to cut a pre-token into symbols. `merges` are
+    (left, right) symbol pairs in the order learned (learn_bpe); `alphabet` holds the characters of the training
+    text, each a symbol alone and with SPACE."""
 
     def __init__(self, merges, alphabet: str):
         check_bpe(merges, alphabet, SPACE)
@@ -311,15 +260,19 @@ class BPE:
         merges = learn_bpe(word_counts, n_merges)
         return cls(merges, "".join({c for w in word_counts for c in w if c != SPACE} | {" "}))
 
-    def encode_word(self, word: str) -> list[str]:
-        """A pre-token's symbols: while an adjacent pair is a merge, join the one learned first."""
-        if word not in self._cache:
-            symbols = initial_symbols(word)
+    def encode_word(self, word: str, dropout: float = 0.0, rng: random.Random | None = None) -> list[str]:
+        """A pre-token's symbols: while an adjacent pair is a merge, join the one learned first. With `dropout`
+        (BPE-dropout, for training), each step leaves each merge out with that probability (drawn from `rng`)."""
+        if dropout or word not in self._cache:
+            symbols, rng = initial_symbols(word), rng or random
             while len(symbols) > 1:
-                pair = min(zip(symbols, symbols[1:]), key=lambda p: self.rank.get(p, len(self.merges)))
-                if pair not in self.rank:
+                pairs = [p for p in zip(symbols, symbols[1:]) if p in self.rank]
+                pairs = [p for p in pairs if not (dropout and rng.random() < dropout)]  # BPE-dropout
+                if not pairs:  # no merge applies, or every one that does was left out
                     break
-                symbols = merge_pair(symbols, pair)
+                symbols = merge_pair(symbols, min(pairs, key=self.rank.__getitem__))
+            if dropout:
+                return symbols
             if len(self._cache) > 200_000:  # a long-running translator meets endless new words
                 self._cache.clear()
             self._cache[word] = symbols
@@ -350,7 +303,7 @@ class BPE:
             raise ValueError(f"{path} is not a BPE written by BPE.save ({type(err).__name__}: {err})") from None
 
 
-# %% notebooks/06_data.ipynb cell 32
+# %% notebooks/06_data.ipynb cell 30
 class SubwordTokenizer(Tokenizer):
     """Tokenizer followed by BPE: a sentence becomes the symbols of its pre-tokens, and decode() undoes it exactly.
 
@@ -366,8 +319,11 @@ class SubwordTokenizer(Tokenizer):
             raise TypeError(f"bpe must be a BPE (BPE.learn, or BPE(merges, alphabet)), got {type(bpe).__name__}")
         self.bpe = bpe
 
-    def __call__(self, text: str) -> list[str]:
-        return [s for w in pre_tokens(self, text) for s in ([w] if w == Vocab.UNK else self.bpe.encode_word(w))]
+    def __call__(self, text: str, dropout: float = 0.0, rng: random.Random | None = None) -> list[str]:
+        """The symbols of text's pre-tokens; `dropout` > 0 cuts them by BPE-dropout (BPE.encode_word)."""
+        check_probability("dropout", dropout)
+        return [s for w in pre_tokens(self, text)
+                for s in ([w] if w == Vocab.UNK else self.bpe.encode_word(w, dropout, rng))]
 
     def decode(self, tokens: list[str]) -> str:
         """The text the tokens spell: joined, SPACE read as a space, the specials left out."""
@@ -400,9 +356,14 @@ def tokenizer_from_dict(values: dict) -> Tokenizer:
 
 
 # %% notebooks/06_data.ipynb cell 42
-def encode_pairs(pairs, src_tok, tgt_tok, src_vocab: Vocab, tgt_vocab: Vocab):
-    """Tokenize and number every pair: source ids, and target ids wrapped in <s> ... </s>."""
-    return [(src_vocab.encode(src_tok(de)), tgt_vocab.encode(tgt_tok(en), add_bos_eos=True)) for de, en in pairs]
+def encode_pairs(pairs, src_tok, tgt_tok, src_vocab: Vocab, tgt_vocab: Vocab, dropout: float = 0.0, seed: int = 0):
+    """Tokenize and number every pair: source ids, and target ids wrapped in <s> ... </s>. With `dropout`, subword
+    tokenizers cut by BPE-dropout, drawn from a generator seeded by `seed`."""
+    check_dropout_tokenizers(dropout, src_tok, tgt_tok, SubwordTokenizer)
+    rng = random.Random(seed)
+    cut = (lambda tok, text: tok(text, dropout, rng)) if dropout else (lambda tok, text: tok(text))
+    return [(src_vocab.encode(cut(src_tok, de)), tgt_vocab.encode(cut(tgt_tok, en), add_bos_eos=True))
+            for de, en in pairs]
 
 
 def bucket_batches(examples, max_tokens: int, pad_idx: int, shuffle: bool = True, seed: int = 0) -> list[Batch]:

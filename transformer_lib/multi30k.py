@@ -1,6 +1,7 @@
 # Hand-written tool module (not generated from a notebook).
 """Finding Multi30k: the six files of task 1 (raw), looked for in a data directory and checked against their
-published sha256 sums, or downloaded (with pooch: a temporary file, checked, then moved into place).
+published sha256 sums, or downloaded (with pooch: a temporary file, checked, then moved into place); and
+`offline_corpus`, the stand-in the chapters fall back on when the files cannot be had.
 
 Chapter 6 uses it and explains it; it is file plumbing, not the lesson, so it lives here rather than in the chapter:
 
@@ -10,12 +11,14 @@ from __future__ import annotations
 
 import gzip
 import os
+import random
 from pathlib import Path
 
-from transformer_lib.checks import check_split
+from transformer_lib.checks import check_int, check_split
 from transformer_lib.files import sha256_of
 
-__all__ = ["MULTI30K_URL", "MULTI30K_ENV", "MULTI30K_FILES", "DataUnavailable", "multi30k_dirs", "load_multi30k"]
+__all__ = ["MULTI30K_URL", "MULTI30K_ENV", "MULTI30K_FILES", "DataUnavailable", "multi30k_dirs", "load_multi30k",
+           "offline_corpus"]
 
 MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/"
 MULTI30K_ENV = "MULTI30K_DIR"
@@ -92,3 +95,51 @@ def load_multi30k(split: str, root=None, download: bool = True) -> list[tuple[st
     if len(de) != len(en):
         raise DataUnavailable(f"Multi30k {split}: {len(de)} German but {len(en)} English lines")
     return list(zip(de, en))
+
+
+# The offline corpus: a small German-English grammar written for this book, about a hundred words.
+_SUBJECTS = [  # (German noun, English noun, gender: m, f, n or p for plural)
+    ("Mann", "man", "m"), ("Hund", "dog", "m"), ("Junge", "boy", "m"), ("Radfahrer", "cyclist", "m"),
+    ("Frau", "woman", "f"), ("Katze", "cat", "f"), ("Person", "person", "f"), ("Sängerin", "singer", "f"),
+    ("Mädchen", "girl", "n"), ("Kind", "child", "n"), ("Pferd", "horse", "n"), ("Baby", "baby", "n"),
+    ("Männer", "men", "p"), ("Frauen", "women", "p"), ("Kinder", "children", "p"), ("Hunde", "dogs", "p"),
+]
+_ADJECTIVES = [("klein", "small"), ("groß", "big"), ("jung", "young"), ("alt", "old"), ("braun", "brown"),
+               ("weiß", "white"), ("schwarz", "black"), ("glücklich", "happy"), ("müde", "tired")]
+_VERBS = [  # (German singular, German plural, English singular, English plural)
+    ("läuft", "laufen", "runs", "run"), ("spielt", "spielen", "plays", "play"), ("sitzt", "sitzen", "sits", "sit"),
+    ("steht", "stehen", "stands", "stand"), ("springt", "springen", "jumps", "jump"),
+    ("wartet", "warten", "waits", "wait"), ("schläft", "schlafen", "sleeps", "sleep"),
+]
+_PLACES = [("im Park", "in the park"), ("auf der Straße", "on the street"), ("am Strand", "on the beach"),
+           ("im Schnee", "in the snow"), ("vor einem Haus", "in front of a house"), ("im Wasser", "in the water"),
+           ("auf einer Wiese", "on a meadow"), ("neben einem Auto", "next to a car")]
+_EXTRAS = [("", ""), ("mit einem Ball", "with a ball"), ("mit einem Freund", "with a friend"),
+           ("in der Sonne", "in the sun")]
+_ARTICLE = {"m": ("Ein", "er"), "f": ("Eine", "e"), "n": ("Ein", "es"), "p": ("Zwei", "e")}  # article, ending
+
+
+def offline_corpus(n: int, seed: int = 0) -> list[tuple[str, str]]:
+    """n (German, English) pairs from a small grammar the book ships, for when Multi30k is unavailable.
+
+    Sentences look like Multi30k's ("Ein kleiner Hund läuft im Schnee." / "A small dog runs in the snow.")
+    but use about a hundred words; a model trained on them is no Multi30k model.
+    """
+    check_int("n", n)
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(n):
+        noun_de, noun_en, gender = rng.choice(_SUBJECTS)
+        article, ending = _ARTICLE[gender]
+        adj_de, adj_en = rng.choice(_ADJECTIVES) if rng.random() < 0.6 else ("", "")
+        if adj_de:  # "klein" + "er"; an adjective ending in e ("müde") takes the ending without its e
+            adj_de += ending[1:] if adj_de.endswith("e") else ending
+        verb = rng.choice(_VERBS)
+        place_de, place_en = rng.choice(_PLACES)
+        extra_de, extra_en = rng.choice(_EXTRAS)
+        plural = gender == "p"
+        de = " ".join(w for w in [article, adj_de, noun_de, verb[1 if plural else 0], extra_de, place_de] if w) + "."
+        en_article = "Two" if plural else ("An" if (adj_en or noun_en)[0] in "aeiou" else "A")
+        en = " ".join(w for w in [en_article, adj_en, noun_en, verb[3 if plural else 2], extra_en, place_en] if w) + "."
+        pairs.append((de, en))
+    return pairs

@@ -26,7 +26,7 @@ __all__ = [
 import copy
 import json
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import NamedTuple
 
@@ -60,6 +60,7 @@ class Recipe:
     subwords: int | None = None  # BPE merges learned from train (chapter 6); None: whole words
     min_freq: int = 2  # whole words: the fewest times a word is seen to get an id
     lower: bool = True
+    bpe_dropout: float = 0.0  # BPE-dropout (chapter 6): the training pairs cut afresh every epoch, merges left out
     train_pairs: int | None = None  # the first n training pairs (None: all)
     eval_pairs: int | None = None  # the first n validation and test pairs (None: all)
     max_tokens: int = 2500  # padded tokens per batch and side
@@ -115,6 +116,7 @@ class TranslationData:
     val: list[tuple[str, str]]  # raw (German, English) pairs
     test: list[tuple[str, str]]
     source: str  # where the pairs came from
+    train_text: list = field(default_factory=list)  # the raw training pairs, for BPE-dropout
 
 
 def prepare_data(recipe: Recipe, root=None, download: bool = True) -> TranslationData:
@@ -134,7 +136,7 @@ def prepare_data(recipe: Recipe, root=None, download: bool = True) -> Translatio
         src_vocab = Vocab.build(src_sents, min_freq=recipe.min_freq)
         tgt_vocab = Vocab.build(tgt_sents, min_freq=recipe.min_freq)
     examples = [(src_vocab.encode(s), tgt_vocab.encode(t, add_bos_eos=True)) for s, t in zip(src_sents, tgt_sents)]
-    return TranslationData(src_tok, tgt_tok, src_vocab, tgt_vocab, examples, val, test, source)
+    return TranslationData(src_tok, tgt_tok, src_vocab, tgt_vocab, examples, val, test, source, train)
 
 
 # %% notebooks/08_translation.ipynb cell 13
@@ -181,9 +183,7 @@ def load_checkpoint(path, device="cpu"):
 def average_checkpoints(paths, device="cpu"):
     """(model, src_vocab, tgt_vocab, info) whose weights are the mean of the checkpoints' weights; the checkpoints
     must share config and vocabularies (the last epochs of one run); info is the last one's."""
-    paths = [Path(p) for p in paths]
-    if not paths:
-        raise ValueError("paths is empty: nothing to average")
+    paths = checks.as_paths("paths", paths)  # at least one
     model, src_vocab, tgt_vocab, info = load_checkpoint(paths[-1], device)
     total = {k: v.double() for k, v in model.state_dict().items()}
     for path in paths[:-1]:
@@ -292,7 +292,9 @@ def _build(recipe: Recipe, data: TranslationData, device):
 def _epoch_batches(recipe: Recipe, data: TranslationData, epoch: int, rank: int, world: int, device) -> list:
     """This process's share of the epoch's shuffled buckets, the same number for every process."""
     torch.manual_seed(recipe.seed * 100_003 + epoch * 1_009 + rank)  # dropout: per epoch and process
-    batches = bucket_batches(data.train, recipe.max_tokens, data.tgt_vocab.pad_idx, seed=recipe.seed + epoch)
+    examples = data.train if not recipe.bpe_dropout else encode_pairs(  # BPE-dropout: this epoch's own cut
+        data.train_text, data.src_tok, data.tgt_tok, data.src_vocab, data.tgt_vocab, recipe.bpe_dropout, recipe.seed + epoch)
+    batches = bucket_batches(examples, recipe.max_tokens, data.tgt_vocab.pad_idx, seed=recipe.seed + epoch)
     per_step = world * recipe.accum_steps  # every process takes the same number of steps
     return [b.to(device) for b in batches[: len(batches) // per_step * per_step][rank::world]]
 
@@ -349,8 +351,7 @@ def _finish(recipe: Recipe, out_dir: Path, data: TranslationData, history: list,
     scores["kept"] = kept
     model = candidates[kept]
     save_checkpoint(final, model, data.src_vocab, data.tgt_vocab, tokenizers=(data.src_tok, data.tgt_tok),
-                    lower=recipe.lower, recipe=recipe.to_dict(),
-                    history=history, scores=scores, data=data.source)
+                    lower=recipe.lower, recipe=recipe.to_dict(), history=history, scores=scores, data=data.source)
     model.vocabs, model.lower = (data.src_vocab, data.tgt_vocab), recipe.lower
     model.tokenizers = data.src_tok, data.tgt_tok
     return TrainingRun(model, data, history, scores, final)
