@@ -133,6 +133,45 @@ def test_the_vocabulary_benchmark_runs_and_records(tmp_path, monkeypatch, capsys
     sys.modules.pop("subwords", None)
 
 
+def test_the_recipe_benchmark_chooses_on_validation_and_scores_test_for_the_chosen_run_alone(tmp_path, monkeypatch,
+                                                                                           capsys):
+    import json
+    import sys
+    from pathlib import Path
+
+    from transformer_lib import claims
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import recipes as bench
+
+    monkeypatch.setattr(tr, "load_translation_data", fake_splits)
+    monkeypatch.setattr(bench, "BASE", replace(SUBWORDS, epochs=1))
+    monkeypatch.setattr(bench, "CANDIDATES", {"two epochs": dict(epochs=2), "BPE-dropout": dict(bpe_dropout=0.2)})
+    monkeypatch.setattr(bench, "run_workers", lambda names, out, threads: [  # in this process, one after the other
+        bench.train_one(name, out, threads) or 0 for name in names])
+    before = {"name": "before", "train_seconds": 60.0, "val_sacrebleu": -1.0, "val_tokenized": -1.0, "kept": "last",
+              "scores": {}, "history": []}
+    monkeypatch.setattr(bench, "base_run", lambda record: before)  # below every candidate
+    record = tmp_path / "recipes.json"
+    args = ["--out", str(tmp_path / "runs"), "--record", str(record)]
+    assert bench.main(args) == 0
+    recorded = json.loads(record.read_text())
+    runs = claims.recipe_runs(recorded)
+    assert [r["name"] for r in runs] == ["before", "two epochs", "BPE-dropout"]
+    chosen = max(runs, key=lambda r: r["val_sacrebleu"])
+    assert recorded["winner"] == chosen["name"] and [r for r in runs if "test_sacrebleu" in r] == [chosen]
+    assert [len(r["history"]) for r in runs[1:]] == [2, 1] and recorded["candidates"][1]["changes"] == {"bpe_dropout": 0.2}
+    shown = claims.recipes_markdown(recorded)
+    assert shown.count("**") == 2 and "| BPE-dropout | `bpe_dropout=0.2` |" in shown and "not scored" in shown
+    assert bench.main(args) == 0
+    assert f"chosen on validation: {chosen['name']}" in capsys.readouterr().out and json.loads(record.read_text())["candidates"] == recorded["candidates"]  # read back
+    monkeypatch.setattr(bench, "base_run", lambda record: {**before, "val_sacrebleu": 101.0})  # nothing beats it
+    assert bench.main(args) == 0
+    again = json.loads(record.read_text())
+    assert again["winner"] == "before" and not any("test_sacrebleu" in r for r in claims.recipe_runs(again))
+    sys.modules.pop("recipes", None)
+
+
 def test_the_train_command_trains_on_subwords_when_asked(tmp_path, monkeypatch, capsys):
     from transformer_lib import train as train_cli
 

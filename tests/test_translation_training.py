@@ -372,6 +372,32 @@ def test_the_shipped_model_loads_without_pickle_and_translates():
     assert "dog" in english and "snow" in english
 
 
+def test_ship_writes_a_full_run_as_float16_with_its_metadata_and_refuses_other_recipes(finished_run, tmp_path,
+                                                                                       monkeypatch, capsys):
+    from safetensors import safe_open
+
+    monkeypatch.setitem(tr.RECIPES, "full", TINY)  # the finished run stands for a full run
+    target = tmp_path / "shipped.safetensors"
+    assert train_cli.main(["ship", str(finished_run.path), "--to", str(target)]) == 0
+    assert "float16" in capsys.readouterr().out
+    with safe_open(str(target), "pt") as handle:
+        assert {handle.get_slice(k).get_dtype() for k in handle.keys()} == {"F16"}
+    model, src_vocab, _, info = load_checkpoint(target)
+    _, _, _, made = load_checkpoint(finished_run.path)
+    assert info == made and src_vocab.itos == finished_run.data.src_vocab.itos  # recipe, history and scores kept
+    for a, b in zip(model.state_dict().values(), finished_run.model.state_dict().values()):
+        torch.testing.assert_close(a, b.half().float())  # the same weights, rounded to float16
+    epoch = finished_run.path.parent / "epoch_002.safetensors"
+    with pytest.raises(SystemExit, match="epoch's checkpoint, not the model a finished run kept"):
+        train_cli.main(["ship", str(epoch), "--to", str(tmp_path / "x.safetensors")])
+    monkeypatch.setitem(tr.RECIPES, "full", replace(TINY, epochs=3))
+    with pytest.raises(SystemExit, match=r"another recipe than RECIPES\['full'\] \(they differ in epochs\)"):
+        train_cli.main(["ship", str(finished_run.path), "--to", str(tmp_path / "y.safetensors")])
+    with pytest.raises(SystemExit, match="gone.safetensors"):
+        train_cli.main(["ship", str(tmp_path / "gone.safetensors"), "--to", str(tmp_path / "z.safetensors")])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shipped.safetensors"]  # a refusal writes nothing
+
+
 def test_a_missing_shipped_model_says_what_to_do(tmp_path, monkeypatch):
     monkeypatch.setattr(tr, "pretrained_path", lambda: tmp_path / "gone.safetensors")
     with pytest.raises(FileNotFoundError, match="installed without its data"):

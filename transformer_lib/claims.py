@@ -26,12 +26,13 @@ from transformer_lib.runtime import RESULT_KEY
 
 __all__ = ["notebook_results", "recorded_runs", "record_run", "chapter_minutes", "render_blocks", "readme_problems",
            "write_readme", "shipped_info", "speed_markdown", "RUNS_FILE", "SPEED_FILE", "SERVE_FILE", "serve_markdown",
-           "subwords_markdown", "best_subwords", "SUBWORDS_FILE"]
+           "subwords_markdown", "best_subwords", "SUBWORDS_FILE", "recipes_markdown", "recipe_runs", "RECIPES_FILE"]
 
 RUNS_FILE = "docs/runs.json"
 SPEED_FILE = "benchmarks/speed.json"
 SERVE_FILE = "benchmarks/serve.json"
 SUBWORDS_FILE = "benchmarks/subwords.json"
+RECIPES_FILE = "benchmarks/recipes.json"
 _BLOCK = re.compile(r"(<!-- begin ([\w-]+) \(python -m transformer_lib\.book readme\) -->\n)(.*?)(<!-- end \2 -->)", re.S)
 
 
@@ -128,8 +129,20 @@ def _shipped(book, results) -> str:
             "|---|---|---|\n"
             f"| test2016 ({r['test_pairs']:,} pairs) | **{r['test_sacrebleu']:.2f}** | **{r['test_tokenized']:.2f}** |\n"
             f"| val ({r['val_pairs']:,} pairs) | {r['val_sacrebleu']:.2f} | {r['val_tokenized']:.2f} |\n\n"
-            f"Its {len(history)} epochs took {history[-1]['seconds'] / 60:.0f} minutes of wall-clock time on a 2-core CPU, "
-            f"pauses of that machine included; the median epoch took {median / 60:.1f} minutes. {_recipe_sentence(info)}\n")
+            f"Its {len(history)} epochs took {history[-1]['seconds'] / 60:.0f} minutes of wall-clock time "
+            f"{_where_trained(book, history)}; the median epoch took {median / 60:.1f} minutes. {_recipe_sentence(info)}\n")
+
+
+def _where_trained(book, history: list) -> str:
+    """Where the shipped model's run trained: the recorded comparison of recipes when it is one of its runs."""
+    path = book.root / RECIPES_FILE
+    if path.is_file():
+        record = json.loads(path.read_text(encoding="utf-8"))
+        if any(run["history"] == history for run in record["candidates"]):
+            threads = f"{record['threads']} thread{'s' if record['threads'] != 1 else ''}"
+            return (f"on {record['machine']}, as one of {record['processes']} runs of benchmarks/recipes.py training "
+                    f"side by side with {threads} each, pauses of that machine included")
+    return "on a 2-core CPU, pauses of that machine included"
 
 
 def _recipe_sentence(info: dict) -> str:
@@ -252,6 +265,40 @@ def subwords_markdown(record: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def recipe_runs(record: dict) -> list[dict]:
+    """The runs of a benchmarks/recipes.py record: the one the book shipped before (when recorded), then the
+    candidates."""
+    return ([record["base_run"]] if record.get("base_run") else []) + record["candidates"]
+
+
+def recipes_markdown(record: dict) -> str:
+    """A recorded run of benchmarks/recipes.py as Markdown: one row per run, the one chosen on validation in bold,
+    test2016 for that one alone."""
+    load = f", load average {record['load']:.2f}" if record.get("load") is not None else ""
+    base = record["base"]
+    lines = [f"{record['machine']}: the candidates trained side by side, {record['processes']} processes of "
+             f"{record['threads']} thread{'s' if record['threads'] != 1 else ''}{load}; the run before is the one that made "
+             "the model the book shipped before. "
+             f"Every run is the recipe before ({base['epochs']} epochs, readable path) with the fields shown changed, "
+             f"and keeps its last epoch or the average of its last {base['average_last']}, whichever scores higher on "
+             f"validation (beam {base['beam_size']}, length penalty {base['length_penalty']}). Test2016 is scored for "
+             "the chosen run alone.", "",
+             "| run | changed | training | kept | validation sacreBLEU / tokenized | test2016 sacreBLEU / tokenized |",
+             "|---|---|---|---|---|---|"]
+    for run in recipe_runs(record):
+        changed = ", ".join(f"`{k}={v}`" for k, v in run.get("changes", {}).items()) or "nothing"
+        val = f"{run['val_sacrebleu']:.2f} / {run['val_tokenized']:.2f}"
+        chosen = run["name"] == record["winner"]
+        test = f"{run['test_sacrebleu']:.2f} / {run['test_tokenized']:.2f}" if "test_sacrebleu" in run else "not scored"
+        lines.append(f"| {run['name']} | {changed} | {run['train_seconds'] / 60:.0f} min | {run['kept']} | "
+                     f"{f'**{val}**' if chosen else val} | {test} |")
+    return "\n".join(lines) + "\n"
+
+
+def _recipes_table(book, results) -> str:
+    return _recorded(book, RECIPES_FILE, "benchmarks/recipes.py", "comparison of recipes", recipes_markdown)
+
+
 def _serve_table(book, results) -> str:
     return _recorded(book, SERVE_FILE, "benchmarks/serve.py", "serving benchmark", serve_markdown)
 
@@ -261,7 +308,7 @@ def _subwords_table(book, results) -> str:
 
 
 BLOCKS = {"run-times": _run_times, "copy-task": _copy_task, "shipped-scores": _shipped, "speed": _speed_table,
-          "serving": _serve_table, "subwords": _subwords_table}
+          "serving": _serve_table, "subwords": _subwords_table, "recipes": _recipes_table}
 
 
 def render_blocks(book, text: str) -> str:

@@ -3,9 +3,14 @@
 
     python -m transformer_lib.train copy [--steps N] [--seed S] [--device auto|cpu|cuda|mps]
     python -m transformer_lib.train multi30k [--budget smoke|cpu|full] [--out DIR] [--epochs N] [--no-resume]
+    python -m transformer_lib.train ship [CHECKPOINT] [--to FILE]
 
 `copy` trains chapter 5's copy task: a small Transformer learns to reproduce random sequences, and the
 command prints its progress and the exact-sequence accuracy on 1,000 held-out test sequences.
+
+`ship` writes the model a `--budget full` run kept (default runs/multi30k-full/model.safetensors) as the package's
+shipped model (transformer_lib/pretrained/multi30k_de_en.safetensors): float16 weights, the same metadata (recipe,
+history, scores, vocabulary and merges). It refuses a checkpoint that another recipe than RECIPES["full"] made.
 
 `multi30k` trains chapter 8's German-to-English model by the recipe of a run budget, writing a checkpoint per
 epoch to --out (default runs/multi30k-BUDGET); run the same command again to resume an interrupted run. It ends
@@ -134,6 +139,29 @@ def _multi30k(args: argparse.Namespace, rank: int, world: int) -> int:
     return 0
 
 
+def ship_command(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from transformer_lib.translation import RECIPES, Recipe, load_checkpoint, pretrained_path, save_checkpoint
+
+    source, target = Path(args.checkpoint), Path(args.to) if args.to else pretrained_path()
+    try:
+        model, src_vocab, tgt_vocab, info = load_checkpoint(source)
+    except (OSError, ValueError) as err:
+        raise SystemExit(f"error: {err}") from None
+    made = info.get("recipe")
+    if not isinstance(made, dict) or not {"history", "scores"} <= set(info):
+        raise SystemExit(f"error: {source} is an epoch's checkpoint, not the model a finished run kept (it has no "
+                         "recipe, history and scores); give the run's model.safetensors")
+    if Recipe.from_dict(made).to_dict() != RECIPES["full"].to_dict():
+        differ = sorted(k for k, v in RECIPES["full"].to_dict().items() if Recipe.from_dict(made).to_dict()[k] != v)
+        raise SystemExit(f"error: {source} was trained by another recipe than RECIPES['full'] (they differ in "
+                         f"{', '.join(differ)}); the shipped model is the full recipe's")
+    save_checkpoint(target, model, src_vocab, tgt_vocab, dtype=torch.float16, tokenizers=model.tokenizers, **info)
+    print(f"shipped {source} as {target} (float16, {target.stat().st_size / 1e6:.1f} MB)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m transformer_lib.train", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="task", required=True)
@@ -158,7 +186,13 @@ def main(argv: list[str] | None = None) -> int:
     m30k.add_argument("--device", choices=["auto", "cpu", "cuda", "mps"], default="auto",
                       help="where to train (default auto: CUDA, else MPS, else CPU)")
     m30k.add_argument("--quiet", action="store_true", help="no progress bar")
+    ship = sub.add_parser("ship", help="write a full run's model as the package's shipped model (float16)")
+    ship.add_argument("checkpoint", nargs="?", default="runs/multi30k-full/model.safetensors",
+                      help="the model.safetensors of a --budget full run (default runs/multi30k-full/model.safetensors)")
+    ship.add_argument("--to", default=None, help="where to write it (default: the package's shipped model)")
     args = parser.parse_args(argv)
+    if args.task == "ship":
+        return ship_command(args)
     if args.task == "multi30k":
         if args.epochs is not None and args.epochs < 1:
             parser.error("--epochs must be positive")
