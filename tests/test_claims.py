@@ -93,7 +93,7 @@ def test_chapter_8_prose_matches_its_runs():
     text = markdown(8)
     assert "the average of epochs 1 and 2 scores below epoch 2" in text
     assert r["average_tokenized"] < r["last_tokenized"] and r["kept"] == "last" and r["epochs"] == 2
-    assert "greedy\nBLEU climbs" in text and r["bleu_last"] > r["bleu_first"]
+    assert "greedy BLEU climbs" in text and r["bleu_last"] > r["bleu_first"]
     info = claims.shipped_info(BOOK)
     full = RESULTS["translation.full_run"]  # the line under chapter 8's table, rendered from the shipped file
     assert "the line under the table says what it did in the `full` run" in text
@@ -256,3 +256,11 @@ def test_the_shipped_model_is_the_run_the_recorded_comparison_of_recipes_chose_o
     shipped = RESULTS["translation.shipped"]  # chapter 8 scores the shipped file (float16) again on test2016
     assert abs(shipped["test_sacrebleu"] - chosen["test_sacrebleu"]) < 0.3
     assert RESULTS["translation.recipes"]["chosen"] == chosen["name"]
+    text = markdown(8)  # what section 5 says of the runs before training them
+    before, bpe = recorded["base_run"], next(r for r in runs if r.get("changes", {}).get("bpe_dropout"))
+    losses = [h["val_loss"] for h in before["history"]]
+    assert "its validation loss was still falling at\nthe last one" in text and losses.index(min(losses)) == len(losses) - 1
+    assert "24 of its epochs take\nthe steps of the other's 30" in text and bpe["changes"]["epochs"] == 24
+    fast = next(r for r in runs if r.get("changes") == {"fast": True, "epochs": 30})
+    assert abs(bpe["history"][-1]["step"] / fast["history"][-1]["step"] - 1) < 0.01
+    assert 1.2 < bpe["history"][0]["step"] / fast["history"][0]["step"] < 1.3  # about a quarter more batches
