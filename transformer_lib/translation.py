@@ -99,8 +99,7 @@ RECIPES = {
     # a laptop: the full data, a small model, two epochs, a few minutes
     "cpu": Recipe(n_layers=3, d_model=256, d_ff=512, n_heads=8, dropout=0.1, shared_vocab=False, epochs=2,
                   factor=0.5, warmup=400, average_last=2),
-    # the best model, the one the package ships: BPE (4,000 merges, one vocabulary, tied embeddings), 30 epochs on
-    # chapter 9's fast path; chosen on validation (section 5)
+    # the shipped model: BPE (4,000 merges, one vocabulary, tied), 30 epochs on chapter 9's fast path (section 5)
     "full": Recipe(subwords=4000, epochs=30, factor=0.7, warmup=800, fast=True),
 }
 
