@@ -11,17 +11,16 @@ validation of its last epoch and the average of its last epochs (beam search), a
 
 The record also carries the run that made the model the book shipped before (BASE itself): its history and
 validation scores, read from the shipped file while that is still BASE's, and kept from the previous record after.
-The winner is the candidate with the highest validation sacreBLEU; test2016 is scored for the winner alone, after the
-choice, and never used to choose. `--record` writes benchmarks/recipes.json, which chapter 8 renders.
+The winner is the run, candidate or before, with the highest validation sacreBLEU; test2016 is scored for a winning
+candidate alone, after the choice, and never used to choose. `--record` writes benchmarks/recipes.json, which
+chapter 8 renders.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -60,6 +59,14 @@ def run_workers(names: list[str], out: Path, threads: int) -> list[int]:
     return [w.wait() for w in workers]
 
 
+def run_row(name: str, info: dict) -> dict:
+    """A finished run's row of the record, from the metadata of the model it kept."""
+    kept = info["scores"]["kept"]
+    return {"name": name, "train_seconds": info["history"][-1]["seconds"], "kept": kept,
+            "val_sacrebleu": info["scores"][kept]["sacrebleu"], "val_tokenized": info["scores"][kept]["tokenized"],
+            "scores": {k: v for k, v in info["scores"].items() if k != "kept"}, "history": info["history"]}
+
+
 def base_run(record_path: Path | None) -> dict | None:
     """BASE's run as the shipped file's metadata tells it (while the package ships BASE's model), else as the
     previous record kept it."""
@@ -67,11 +74,7 @@ def base_run(record_path: Path | None) -> dict | None:
 
     _, _, _, info = load_checkpoint(pretrained_path())
     if Recipe.from_dict(info["recipe"]).to_dict() == BASE.to_dict():
-        kept = info["scores"]["kept"]
-        return {"name": f"before: {BASE.epochs} epochs, readable path", "train_seconds": info["history"][-1]["seconds"],
-                "val_sacrebleu": info["scores"][kept]["sacrebleu"], "val_tokenized": info["scores"][kept]["tokenized"],
-                "kept": kept, "scores": {k: v for k, v in info["scores"].items() if k != "kept"},
-                "history": info["history"]}
+        return run_row(f"before: {BASE.epochs} epochs, readable path", info)
     if record_path is not None and record_path.is_file():
         return json.loads(record_path.read_text(encoding="utf-8")).get("base_run")
     return None
@@ -81,7 +84,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", nargs="+", choices=list(CANDIDATES), default=list(CANDIDATES), metavar="NAME",
                         help="train only these candidates")
-    parser.add_argument("--out", type=Path, default=Path("runs/recipes"), help="the runs' folders (default runs/recipes)")
+    parser.add_argument("--out", type=Path, default=Path("runs/recipes"),
+                        help="the runs' folders (default runs/recipes)")
     parser.add_argument("--train-one", choices=list(CANDIDATES), help=argparse.SUPPRESS)  # a worker process
     add_common_options(parser, "recipes.json")
     args = parser.parse_args(argv)
@@ -91,23 +95,15 @@ def main(argv=None) -> int:
         train_one(args.train_one, args.out, args.threads)
         return 0
     torch.set_num_threads(args.threads * len(args.only))  # the scoring after training has the cores to itself
-    load = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
-    print(f"machine: {machine()}, {len(args.only)} processes x {args.threads} thread(s), load average {load}",
-          flush=True)
-    start = time.perf_counter()
+    print(f"machine: {machine()}, {len(args.only)} processes x {args.threads} thread(s)", flush=True)
     if any(code != 0 for code in run_workers(args.only, args.out, args.threads)):
         print("a candidate failed; see its lines above", file=sys.stderr)
         return 1
-    wall = time.perf_counter() - start
     rows = []
     for name in args.only:
         _, _, _, info = load_checkpoint(args.out / slug(name) / "model.safetensors")
-        kept = info["scores"]["kept"]
-        rows.append({"name": name, "changes": CANDIDATES[name], "train_seconds": info["history"][-1]["seconds"],
-                     "val_sacrebleu": info["scores"][kept]["sacrebleu"], "val_tokenized": info["scores"][kept]["tokenized"],
-                     "kept": kept, "scores": {k: v for k, v in info["scores"].items() if k != "kept"},
-                     "history": info["history"]})
-        print(f"{name:<45} kept {kept:<14} validation sacreBLEU {rows[-1]['val_sacrebleu']:6.2f}, "
+        rows.append({**run_row(name, info), "changes": CANDIDATES[name]})
+        print(f"{name:<45} kept {rows[-1]['kept']:<14} validation sacreBLEU {rows[-1]['val_sacrebleu']:6.2f}, "
               f"tokenized {rows[-1]['val_tokenized']:6.2f}, {rows[-1]['train_seconds'] / 60:.0f} min of training",
               flush=True)
     base = base_run(args.record)
@@ -122,8 +118,9 @@ def main(argv=None) -> int:
                              recipe.length_penalty, recipe.lower, data.tgt_tok)
         winner["test_sacrebleu"], winner["test_tokenized"] = round(test.sacrebleu, 2), round(test.tokenized, 2)
         print(f"chosen on validation: {winner['name']}; test2016 {test}")
-    record = {"machine": machine(), "processes": len(args.only), "threads": args.threads, "load": load,
-              "wall_seconds": round(wall, 1), "base": BASE.to_dict(), "base_run": base,
+    # no load average or wall time: a run that only reads finished runs back would record its own
+    record = {"machine": machine(), "processes": len(args.only), "threads": args.threads, "base": BASE.to_dict(),
+              "base_run": base,
               "candidates": rows, "winner": winner["name"]}
     if args.record:
         save_record(args.record, record)

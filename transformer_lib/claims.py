@@ -274,10 +274,9 @@ def recipe_runs(record: dict) -> list[dict]:
 def recipes_markdown(record: dict) -> str:
     """A recorded run of benchmarks/recipes.py as Markdown: one row per run, the one chosen on validation in bold,
     test2016 for that one alone."""
-    load = f", load average {record['load']:.2f}" if record.get("load") is not None else ""
     base = record["base"]
     lines = [f"{record['machine']}: the candidates trained side by side, {record['processes']} processes of "
-             f"{record['threads']} thread{'s' if record['threads'] != 1 else ''}{load}; the run before is the one that made "
+             f"{record['threads']} thread{'s' if record['threads'] != 1 else ''}; the run before is the one that made "
              "the model the book shipped before. "
              f"Every run is the recipe before ({base['epochs']} epochs, readable path) with the fields shown changed, "
              f"and keeps its last epoch or the average of its last {base['average_last']}, whichever scores higher on "
@@ -289,7 +288,7 @@ def recipes_markdown(record: dict) -> str:
         changed = ", ".join(f"`{k}={v}`" for k, v in run.get("changes", {}).items()) or "nothing"
         val = f"{run['val_sacrebleu']:.2f} / {run['val_tokenized']:.2f}"
         chosen = run["name"] == record["winner"]
-        test = f"{run['test_sacrebleu']:.2f} / {run['test_tokenized']:.2f}" if "test_sacrebleu" in run else "not scored"
+        test = f"{run['test_sacrebleu']:.2f} / {run['test_tokenized']:.2f}" if "test_sacrebleu" in run else "not scored here"
         lines.append(f"| {run['name']} | {changed} | {run['train_seconds'] / 60:.0f} min | {run['kept']} | "
                      f"{f'**{val}**' if chosen else val} | {test} |")
     return "\n".join(lines) + "\n"

@@ -153,8 +153,8 @@ def ship_command(args: argparse.Namespace) -> int:
     if not isinstance(made, dict) or not {"history", "scores"} <= set(info):
         raise SystemExit(f"error: {source} is an epoch's checkpoint, not the model a finished run kept (it has no "
                          "recipe, history and scores); give the run's model.safetensors")
-    if Recipe.from_dict(made).to_dict() != RECIPES["full"].to_dict():
-        differ = sorted(k for k, v in RECIPES["full"].to_dict().items() if Recipe.from_dict(made).to_dict()[k] != v)
+    differ = sorted(k for k, v in Recipe.from_dict(made).to_dict().items() if RECIPES["full"].to_dict()[k] != v)
+    if differ:
         raise SystemExit(f"error: {source} was trained by another recipe than RECIPES['full'] (they differ in "
                          f"{', '.join(differ)}); the shipped model is the full recipe's")
     save_checkpoint(target, model, src_vocab, tgt_vocab, dtype=torch.float16, tokenizers=model.tokenizers, **info)
