@@ -5,6 +5,7 @@
     python -m transformer_lib.book check           # exit 1 when the two disagree
     python -m transformer_lib.book readme [--check]  # README's generated blocks <- recorded results (claims.py)
     python -m transformer_lib.book run [--budget smoke|cpu|full] [--record] [CHAPTER ...]
+    python -m transformer_lib.book figures [CHAPTER ...]  # redraw the diagrams (transformer_lib.diagrams)
 
 Cells are tagged with nbdev-style directives on their first lines:
 
@@ -301,7 +302,9 @@ def check(book: Book) -> list[str]:
                 problems.append(f"{rel}:{lineno}: differs from {chapter.file}\n    only the {longer}: {extra}")
     for path in _stale_modules(book):
         problems.append(f"{path.relative_to(book.root)}: generated, but no chapter in book.yml exports it")
-    return problems + colab_problems(book) + corpus_output_problems(book)
+    from transformer_lib.diagrams import figure_problems
+
+    return problems + colab_problems(book) + corpus_output_problems(book) + figure_problems(book)
 
 
 def colab_links(book: Book, chapter: Chapter) -> tuple[str, str]:
@@ -525,6 +528,8 @@ def main(argv: list[str] | None = None) -> int:
     run_p.add_argument("--record", action="store_true",
                        help="write each chapter's time to docs/runs.json (the README's run-time table)")
     run_p.add_argument("chapters", nargs="*", help="chapter numbers, file stems or module names (default: all)")
+    fig_p = sub.add_parser("figures", help="redraw the diagrams into docs/figures/ and into their chapters")
+    fig_p.add_argument("chapters", nargs="*", help="only these chapters' notebooks (default: all)")
     html_p = sub.add_parser("html", help="build the book as a static website from the committed notebooks")
     html_p.add_argument("--out", type=Path, default=None, help="the site's folder (default: site/ in the book)")
     args = parser.parse_args(argv)
@@ -553,6 +558,12 @@ def main(argv: list[str] | None = None) -> int:
                 print("README.md: generated blocks agree with the recorded results")
             else:
                 print("README.md: generated blocks " + ("rewritten" if write_readme(book) else "already current"))
+        elif args.command == "figures":
+            from transformer_lib.diagrams import sync_figures
+
+            chapters = select_chapters(book, args.chapters) if args.chapters else None
+            changed = sync_figures(book, chapters=chapters)
+            print(f"figures: {len(changed)} files changed")
         elif args.command == "html":
             from transformer_lib.website import build_site
 

@@ -1,0 +1,240 @@
+# Hand-written tool module (not generated from a notebook).
+"""The book's diagrams: drawn by code, kept as SVG in docs/figures/, shown in the chapters as PNG attachments.
+
+    python -m transformer_lib.book figures     # redraw every diagram and put it into its chapter
+    python -m transformer_lib.book check       # ... fails while a committed picture is stale
+
+Each diagram is a function in one of this package's modules, registered with `@diagram(name, chapter)`, that returns
+a `Drawing` (transformer_lib.diagrams.svg). Its source is the code; `docs/figures/<name>.svg` is what it draws, and a
+markdown cell shows it as `![what it shows](attachment:<name>.png)`. The PNG travels inside the notebook (a markdown
+cell's attachment), so JupyterLab, Colab, GitHub's viewer and the website show it with no file beside the notebook.
+Each PNG carries the sha256 of the SVG it was drawn from: `figure_problems` redraws every diagram and names each
+SVG or attachment that no longer matches its source, each image that does not decode, each reference with no
+attachment or no alt text.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import importlib
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+__all__ = ["Diagram", "DIAGRAMS", "diagram", "draw_svg", "rasterize", "png_source", "image_refs", "sync_figures",
+           "figure_problems", "FIGURES_DIR"]
+
+FIGURES_DIR = Path("docs") / "figures"
+# the modules that hold the drawings, in chapter order
+_MODULES = ["model", "embeddings", "attention", "blocks", "training", "data", "decoding", "translation", "fast", "gpt",
+            "modern"]
+SCALE = 2  # PNG pixels per SVG pixel: sharp on a high-density screen, scaled down to the page's width elsewhere
+_SOURCE_KEY = "svg-sha256"
+IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")
+
+
+@dataclass(frozen=True)
+class Diagram:
+    name: str
+    chapter: int
+    draw: Callable
+
+    @property
+    def attachment(self) -> str:
+        return f"{self.name}.png"
+
+
+DIAGRAMS: dict[str, Diagram] = {}
+
+
+def diagram(name: str, chapter: int):
+    """Register a drawing function under `name` (the file docs/figures/<name>.svg) for chapter `chapter`."""
+    def register(draw):
+        if name in DIAGRAMS:
+            raise ValueError(f"diagram {name!r} is registered twice")
+        DIAGRAMS[name] = Diagram(name, chapter, draw)
+        return draw
+    return register
+
+
+def _load() -> dict[str, Diagram]:
+    for module in _MODULES:
+        importlib.import_module(f"transformer_lib.diagrams.{module}")
+    return DIAGRAMS
+
+
+def draw_svg(name: str) -> str:
+    """The SVG text of diagram `name`, drawn now from its source."""
+    diagrams = _load()
+    if name not in diagrams:
+        raise ValueError(f"no diagram named {name!r}; known: {', '.join(sorted(diagrams))}")
+    return diagrams[name].draw().svg()
+
+
+def _sha(svg: str) -> str:
+    return hashlib.sha256(svg.encode("utf-8")).hexdigest()
+
+
+def rasterize(svg: str) -> bytes:
+    """A PNG of the SVG (resvg through vl-convert, in matplotlib's DejaVu fonts), palette-compressed, carrying the
+    SVG's sha256 in a text chunk."""
+    import matplotlib
+    import vl_convert
+    from PIL import Image, PngImagePlugin
+
+    vl_convert.register_font_directory(str(Path(matplotlib.get_data_path()) / "fonts" / "ttf"))
+    png = vl_convert.svg_to_png(svg, scale=SCALE)
+    image = Image.open(io.BytesIO(png)).convert("RGB").quantize(colors=128, method=Image.Quantize.MEDIANCUT,
+                                                                 dither=Image.Dither.NONE)
+    info = PngImagePlugin.PngInfo()
+    info.add_text(_SOURCE_KEY, _sha(svg))
+    out = io.BytesIO()
+    image.save(out, format="PNG", optimize=True, pnginfo=info)
+    return out.getvalue()
+
+
+def png_source(png: bytes) -> str | None:
+    """The SVG sha256 a PNG was drawn from (None if it carries none). Raises ValueError if it is not a PNG."""
+    from PIL import Image
+
+    try:
+        image = Image.open(io.BytesIO(png))
+        image.load()
+    except Exception as err:  # PIL raises several types for damaged data
+        raise ValueError(f"not a readable PNG ({err})") from None
+    if image.format != "PNG":
+        raise ValueError(f"not a PNG but {image.format}")
+    return image.info.get(_SOURCE_KEY)
+
+
+def image_refs(source: str) -> list[tuple[str, str]]:
+    """The (alt text, target) of every markdown image in a cell's source."""
+    return IMAGE.findall(source)
+
+
+def _attachment_name(target: str) -> str | None:
+    return target[len("attachment:"):] if target.startswith("attachment:") else None
+
+
+def sync_figures(book, chapters=None, log=print) -> list[Path]:
+    """Redraw the diagrams into docs/figures/ and the attachments they are shown by into the chapters (all, or
+    the `chapters` given: then only the SVGs of their diagrams); return the files changed. A notebook is written
+    only where an attachment changed."""
+    import nbformat
+
+    diagrams = _load()
+    changed = []
+    out_dir = book.root / FIGURES_DIR
+    out_dir.mkdir(parents=True, exist_ok=True)
+    numbers = None if chapters is None else {book.chapters.index(c) + 1 for c in chapters}
+    svgs = {name: draw_svg(name) for name in sorted(diagrams)}
+    for name in sorted(diagrams):
+        if numbers is not None and diagrams[name].chapter not in numbers:
+            continue
+        path = out_dir / f"{name}.svg"
+        if not path.is_file() or path.read_text(encoding="utf-8") != svgs[name]:
+            path.write_text(svgs[name], encoding="utf-8")
+            changed.append(path)
+    for path in out_dir.glob("*.svg"):
+        if chapters is None and path.stem not in diagrams:
+            path.unlink()
+            changed.append(path)
+    by_attachment = {d.attachment: d for d in diagrams.values()}
+    for chapter in book.chapters if chapters is None else chapters:
+        nb_path = book.root / chapter.file
+        nb = nbformat.read(nb_path, as_version=4)
+        dirty = False
+        for cell in nb.cells:
+            if cell.cell_type != "markdown":
+                continue
+            wanted = {}
+            for _, target in image_refs(cell.source):
+                name = _attachment_name(target)
+                if name in by_attachment:
+                    wanted[name] = by_attachment[name]
+            have = cell.get("attachments", {})
+            new = {}
+            for name, d in wanted.items():
+                old = have.get(name, {}).get("image/png")
+                try:
+                    fresh = old is not None and png_source(base64.b64decode(old)) == _sha(svgs[d.name])
+                except ValueError:
+                    fresh = False
+                new[name] = {"image/png": old if fresh else base64.b64encode(rasterize(svgs[d.name])).decode()}
+            if new != dict(have):
+                if new:
+                    cell["attachments"] = new
+                else:
+                    cell.pop("attachments", None)
+                dirty = True
+        if dirty:
+            nbformat.write(nb, nb_path)
+            changed.append(nb_path)
+    for path in changed:
+        log(f"wrote {path.relative_to(book.root)}")
+    return changed
+
+
+def figure_problems(book) -> list[str]:
+    """Every stale, broken, missing or unlabelled picture of the book, one sentence each (empty when all is well)."""
+    import nbformat
+
+    diagrams = _load()
+    problems = []
+    fix = "run `python -m transformer_lib.book figures`"
+    shas = {}
+    for name, d in sorted(diagrams.items()):
+        svg = d.draw().svg()
+        shas[name] = _sha(svg)
+        path = book.root / FIGURES_DIR / f"{name}.svg"
+        if not path.is_file():
+            problems.append(f"{path.relative_to(book.root)}: missing; {fix}")
+        elif path.read_text(encoding="utf-8") != svg:
+            problems.append(f"{path.relative_to(book.root)}: stale, its source draws something else; {fix}")
+    used = {}
+    for chapter in book.chapters:
+        nb = nbformat.read(book.root / chapter.file, as_version=4)
+        for index, cell in enumerate(nb.cells):
+            if cell.cell_type != "markdown":
+                continue
+            where = f"{chapter.file} cell {index}"
+            attachments = cell.get("attachments", {})
+            for alt, target in image_refs(cell.source):
+                name = _attachment_name(target)
+                if not alt.strip():
+                    problems.append(f"{where}: the image {target} has no alt text")
+                if name is None:
+                    if not re.match(r"https?://", target):
+                        problems.append(f"{where}: the image {target} is a relative path, which Colab cannot "
+                                        "resolve; draw it as a diagram and reference attachment:<name>.png")
+                    continue
+                stem = name[:-len(".png")] if name.endswith(".png") else name
+                if stem not in diagrams:
+                    problems.append(f"{where}: attachment:{name} names no diagram in transformer_lib.diagrams")
+                    continue
+                used.setdefault(stem, []).append(where)
+                data = attachments.get(name, {}).get("image/png")
+                if data is None:
+                    problems.append(f"{where}: attachment:{name} is referenced but not attached; {fix}")
+                    continue
+                try:
+                    source = png_source(base64.b64decode(data))
+                except ValueError as err:
+                    problems.append(f"{where}: attachment {name} is {err}; {fix}")
+                    continue
+                if source != shas[stem]:
+                    problems.append(f"{where}: attachment {name} is stale, drawn from another version of its "
+                                    f"source; {fix}")
+            for name in attachments:
+                if f"attachment:{name}" not in cell.source:
+                    problems.append(f"{where}: attachment {name} is carried but never shown; {fix}")
+    for name, d in sorted(diagrams.items()):
+        if name not in used:
+            problems.append(f"diagram {name} (chapter {d.chapter}) is shown in no chapter")
+        else:
+            chapter_file = book.chapters[d.chapter - 1].file
+            if not any(w.startswith(chapter_file) for w in used[name]):
+                problems.append(f"diagram {name} belongs to chapter {d.chapter} but is not shown in {chapter_file}")
+    return problems

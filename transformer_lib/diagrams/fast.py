@@ -1,0 +1,2 @@
+# Hand-written tool module (not generated from a notebook).
+"""Diagrams."""
