@@ -10,7 +10,7 @@ __all__ = [
     'mha_from_torch',
 ]
 
-# %% notebooks/02_attention.ipynb cell 2
+# %% notebooks/02_attention.ipynb cell 3
 import math
 
 import torch
@@ -19,7 +19,7 @@ from torch import nn
 from transformer_lib.checks import check_attention_inputs, check_heads, check_int, check_mask, check_qkv
 
 
-# %% notebooks/02_attention.ipynb cell 5
+# %% notebooks/02_attention.ipynb cell 18
 def scaled_dot_product_attention(query, key, value, mask=None, dropout=None):
     """softmax(query @ key^T / sqrt(d_k)) @ value (section 3.2.1).
 
@@ -47,7 +47,7 @@ def scaled_dot_product_attention(query, key, value, mask=None, dropout=None):
     return mixed @ value, weights  # (..., Lq, d_v), (..., Lq, Lk)
 
 
-# %% notebooks/02_attention.ipynb cell 9
+# %% notebooks/02_attention.ipynb cell 23
 def padding_mask(tokens: torch.Tensor, pad_idx: int) -> torch.Tensor:
     """True at real tokens, False at padding, shaped to broadcast over heads and queries.
 
@@ -70,7 +70,7 @@ def subsequent_mask(size: int, device=None) -> torch.Tensor:
     return torch.ones(size, size, dtype=torch.bool, device=device).tril().unsqueeze(0)  # (1, size, size)
 
 
-# %% notebooks/02_attention.ipynb cell 12
+# %% notebooks/02_attention.ipynb cell 26
 class MultiHeadAttention(nn.Module):
     """Multi-head attention (section 3.2.2).
 
@@ -123,7 +123,7 @@ class MultiHeadAttention(nn.Module):
         return self.w_o(x)  # (B, Lq, d_model)
 
 
-# %% notebooks/02_attention.ipynb cell 20
+# %% notebooks/02_attention.ipynb cell 35
 def mha_from_torch(mha: nn.MultiheadAttention) -> MultiHeadAttention:
     """A MultiHeadAttention holding a copy of the weights of a torch.nn.MultiheadAttention.
 

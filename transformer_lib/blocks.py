@@ -12,7 +12,7 @@ __all__ = [
     'decoder_layer_from_torch',
 ]
 
-# %% notebooks/03_blocks.ipynb cell 2
+# %% notebooks/03_blocks.ipynb cell 3
 import torch
 from torch import nn
 
@@ -20,7 +20,7 @@ from transformer_lib.attention import MultiHeadAttention, mha_from_torch
 from transformer_lib.checks import check_ints, check_last_dim, check_layer_inputs, check_positive, check_probability, check_vectors
 
 
-# %% notebooks/03_blocks.ipynb cell 5
+# %% notebooks/03_blocks.ipynb cell 6
 class LayerNorm(nn.Module):
     """Layer normalization over the last dimension, written out.
 
@@ -48,7 +48,7 @@ class LayerNorm(nn.Module):
         return self.weight * (x - mean) / torch.sqrt(var + self.eps) + self.bias  # (..., d_model)
 
 
-# %% notebooks/03_blocks.ipynb cell 8
+# %% notebooks/03_blocks.ipynb cell 9
 class PositionwiseFeedForward(nn.Module):
     """Two linear layers with a ReLU between, applied to every position alike (section 3.3).
 
@@ -75,7 +75,7 @@ class PositionwiseFeedForward(nn.Module):
         return self.w_2(self.dropout(self.w_1(x).relu()))  # (B, L, d_ff) -> (B, L, d_model)
 
 
-# %% notebooks/03_blocks.ipynb cell 10
+# %% notebooks/03_blocks.ipynb cell 11
 class SublayerConnection(nn.Module):
     """A residual connection around a sublayer, with its own layer norm and dropout.
 
@@ -106,7 +106,7 @@ class SublayerConnection(nn.Module):
         return self.norm(x + self.dropout(sublayer(x)))
 
 
-# %% notebooks/03_blocks.ipynb cell 12
+# %% notebooks/03_blocks.ipynb cell 13
 class EncoderLayer(nn.Module):
     """Self-attention, then a feed-forward network, each in a residual sublayer connection (section 3.1).
 
@@ -137,7 +137,7 @@ class EncoderLayer(nn.Module):
         return self.sublayers[1](x, self.feed_forward)  # (B, L, d_model)
 
 
-# %% notebooks/03_blocks.ipynb cell 14
+# %% notebooks/03_blocks.ipynb cell 15
 class DecoderLayer(nn.Module):
     """Masked self-attention, cross-attention over the encoder memory, feed-forward (section 3.1).
 
@@ -167,7 +167,7 @@ class DecoderLayer(nn.Module):
         return self.sublayers[2](x, self.feed_forward)  # (B, Lt, d_model)
 
 
-# %% notebooks/03_blocks.ipynb cell 20
+# %% notebooks/03_blocks.ipynb cell 21
 def encoder_layer_from_torch(layer: nn.TransformerEncoderLayer) -> EncoderLayer:
     """An EncoderLayer holding a copy of the weights of an nn.TransformerEncoderLayer (batch_first, relu)."""
     ours = EncoderLayer(**_torch_layer_options(layer)).to(layer.linear1.weight.device, layer.linear1.weight.dtype)

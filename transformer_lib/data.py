@@ -22,7 +22,7 @@ __all__ = [
     'padding_fraction',
 ]
 
-# %% notebooks/06_data.ipynb cell 2
+# %% notebooks/06_data.ipynb cell 3
 import heapq
 import json
 import random
@@ -42,7 +42,7 @@ from transformer_lib.multi30k import (DataUnavailable, load_multi30k,  # finding
 from transformer_lib.training import Batch
 
 
-# %% notebooks/06_data.ipynb cell 5
+# %% notebooks/06_data.ipynb cell 6
 def load_translation_data(split: str, root=None, download: bool = True, offline_size: int = 4000):
     """Multi30k's split if it can be had, else the offline corpus; returns (pairs, a description of the source)."""
     try:
@@ -55,7 +55,7 @@ def load_translation_data(split: str, root=None, download: bool = True, offline_
         return offline_corpus(sizes[split], seed=seeds[split]), note
 
 
-# %% notebooks/06_data.ipynb cell 10
+# %% notebooks/06_data.ipynb cell 11
 class Tokenizer:
     """spaCy's rule-based tokenizer for a language (no model download), with optional lowercasing.
 
@@ -88,7 +88,7 @@ class Tokenizer:
         return {"kind": "words", "lang": self.lang, "lower": self.lower}
 
 
-# %% notebooks/06_data.ipynb cell 13
+# %% notebooks/06_data.ipynb cell 14
 class Vocab:
     """Token <-> id, with the specials <unk> 0, <pad> 1, <s> 2, </s> 3. Build it from the training split only."""
     UNK, PAD, BOS, EOS = SPECIALS = ("<unk>", "<pad>", "<s>", "</s>")
@@ -150,7 +150,7 @@ class Vocab:
                              f"({err})") from None
 
 
-# %% notebooks/06_data.ipynb cell 19
+# %% notebooks/06_data.ipynb cell 20
 _NO_SPACE_BEFORE = re.compile(r" ([.,!?;:%)\]}]|n't\b|'(?:s|re|ve|m|ll|d)\b)")
 _NO_SPACE_AFTER = re.compile(r"([(\[{]) ")
 _HYPHEN = re.compile(r"(\w) - (?=\w)")
@@ -164,7 +164,7 @@ def detokenize(tokens: list[str]) -> str:
     return text[:1].upper() + text[1:]
 
 
-# %% notebooks/06_data.ipynb cell 22
+# %% notebooks/06_data.ipynb cell 23
 SPACE = "\u2581"  # "▁", the mark of a token that comes after a space
 
 
@@ -202,7 +202,7 @@ def merge_pair(symbols: list[str], pair: tuple[str, str]) -> list[str]:
     return out
 
 
-# %% notebooks/06_data.ipynb cell 24
+# %% notebooks/06_data.ipynb cell 27
 def learn_bpe(word_counts: dict, n_merges: int) -> list[tuple[str, str]]:
     """The first n_merges merges BPE learns from {pre-token: count}, in the order learned (fewer if no pair
     is left). Each is the most frequent adjacent pair of symbols at its turn; ties go to the smaller pair."""
@@ -242,7 +242,7 @@ def learn_bpe(word_counts: dict, n_merges: int) -> list[tuple[str, str]]:
     return merges
 
 
-# %% notebooks/06_data.ipynb cell 28
+# %% notebooks/06_data.ipynb cell 33
 class BPE:
     """Byte-pair encoding: merges learned from pre-tokens, replayed to cut a pre-token into symbols. `merges` are
     (left, right) symbol pairs in the order learned (learn_bpe); `alphabet` holds the characters of the training
@@ -303,7 +303,7 @@ class BPE:
             raise ValueError(f"{path} is not a BPE written by BPE.save ({type(err).__name__}: {err})") from None
 
 
-# %% notebooks/06_data.ipynb cell 30
+# %% notebooks/06_data.ipynb cell 35
 class SubwordTokenizer(Tokenizer):
     """Tokenizer followed by BPE: a sentence becomes the symbols of its pre-tokens, and decode() undoes it exactly.
 
@@ -355,7 +355,7 @@ def tokenizer_from_dict(values: dict) -> Tokenizer:
     return SubwordTokenizer(values["lang"], BPE(values["merges"], values["alphabet"]), values["lower"])
 
 
-# %% notebooks/06_data.ipynb cell 42
+# %% notebooks/06_data.ipynb cell 47
 def encode_pairs(pairs, src_tok, tgt_tok, src_vocab: Vocab, tgt_vocab: Vocab, dropout: float = 0.0, seed: int = 0):
     """Tokenize and number every pair: source ids, and target ids wrapped in <s> ... </s>. With `dropout`, subword
     tokenizers cut by BPE-dropout, drawn from a generator seeded by `seed`."""
@@ -391,7 +391,7 @@ def bucket_batches(examples, max_tokens: int, pad_idx: int, shuffle: bool = True
     return [pad_batch([examples[i] for i in group], pad_idx) for group in groups]
 
 
-# %% notebooks/06_data.ipynb cell 44
+# %% notebooks/06_data.ipynb cell 49
 def pad_batch(examples, pad_idx: int) -> Batch:
     """A Batch from (source ids, target ids) examples, each side padded to its longest sequence."""
     check_examples(examples)

@@ -14,7 +14,7 @@ __all__ = [
     'attention_chart',
 ]
 
-# %% notebooks/07_decoding.ipynb cell 2
+# %% notebooks/07_decoding.ipynb cell 3
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
@@ -24,7 +24,7 @@ from transformer_lib.checks import (check_attention_ids, check_attention_kind, c
                                     check_source_lengths)
 
 
-# %% notebooks/07_decoding.ipynb cell 6
+# %% notebooks/07_decoding.ipynb cell 7
 def _attend(mha, x: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask=None) -> torch.Tensor:
     """mha's attention for the newest position alone: its query from x (N, 1, d_model), keys and values (N, h, L, d_k)."""
     q = mha.split_heads(mha.w_q(x))  # (N, h, 1, d_k)
@@ -33,7 +33,7 @@ def _attend(mha, x: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask=None) -
     return mha.w_o(out.transpose(1, 2).reshape(x.size(0), 1, mha.d_model))  # (N, 1, d_model)
 
 
-# %% notebooks/07_decoding.ipynb cell 8
+# %% notebooks/07_decoding.ipynb cell 9
 class DecoderCache:
     """Incremental decoding: feeds the decoder one token at a time, reusing the keys and values of earlier steps.
 
@@ -92,7 +92,7 @@ class DecoderCache:
         self.self_kv = [(k[index], v[index]) for k, v in self.self_kv]
 
 
-# %% notebooks/07_decoding.ipynb cell 10
+# %% notebooks/07_decoding.ipynb cell 11
 @torch.no_grad()
 def greedy_decode_cached(model, src, src_mask, max_len: int, start_symbol: int, end_symbol: int | None = None):
     """greedy_decode of chapter 5 with a key/value cache: the same tokens, each step O(t) instead of O(t^2)."""
@@ -111,7 +111,7 @@ def greedy_decode_cached(model, src, src_mask, max_len: int, start_symbol: int, 
     return ys
 
 
-# %% notebooks/07_decoding.ipynb cell 16
+# %% notebooks/07_decoding.ipynb cell 21
 @torch.no_grad()
 def beam_search(model, src, src_mask, max_len: int, start_symbol: int, end_symbol: int, beam_size: int = 4,
                 length_penalty: float = 0.6) -> list[list[int]]:
@@ -159,7 +159,7 @@ def beam_search(model, src, src_mask, max_len: int, start_symbol: int, end_symbo
     return out
 
 
-# %% notebooks/07_decoding.ipynb cell 20
+# %% notebooks/07_decoding.ipynb cell 27
 @torch.no_grad()
 def translate_tokens(model, sentences: list[str], src_tok, src_vocab, tgt_vocab, beam_size: int = 5,
                      length_penalty: float = 0.6, batch_size: int = 64, search=None) -> list[list[str]]:
@@ -196,7 +196,7 @@ def translate_tokens(model, sentences: list[str], src_tok, src_vocab, tgt_vocab,
     return out
 
 
-# %% notebooks/07_decoding.ipynb cell 28
+# %% notebooks/07_decoding.ipynb cell 35
 ATTENTION_AXES = {  # kind -> (rows: the queries, columns: the keys)
     "encoder": ("source", "source"),
     "decoder": ("target", "target"),
@@ -223,7 +223,7 @@ def attention_maps(model, src_ids: list[int], tgt_ids: list[int]) -> dict[str, t
             "cross": torch.stack([layer.src_attn.attn[0] for layer in model.decoder.layers]).cpu()}
 
 
-# %% notebooks/07_decoding.ipynb cell 30
+# %% notebooks/07_decoding.ipynb cell 37
 def attention_frame(maps: dict, src_tokens: list[str], tgt_tokens: list[str]):
     """The maps as one long pandas DataFrame, a row per (kind, layer, head, query, key) with its weight.
 
@@ -247,7 +247,7 @@ def attention_frame(maps: dict, src_tokens: list[str], tgt_tokens: list[str]):
     return pd.concat(frames, ignore_index=True)
 
 
-# %% notebooks/07_decoding.ipynb cell 32
+# %% notebooks/07_decoding.ipynb cell 39
 def plot_attention_grid(maps: dict, kind: str, src_tokens: list[str], tgt_tokens: list[str], size: float = 1.6):
     """A static matplotlib grid of one kind of attention: a row of panels per layer, a column per head.
 

@@ -9,7 +9,7 @@ __all__ = [
     'LearnedPositionalEmbedding',
 ]
 
-# %% notebooks/01_embeddings.ipynb cell 2
+# %% notebooks/01_embeddings.ipynb cell 3
 import math
 
 import torch
@@ -18,7 +18,7 @@ from torch import nn
 from transformer_lib.checks import check_embedding, check_ints, check_probability, check_sequence, check_token_ids
 
 
-# %% notebooks/01_embeddings.ipynb cell 6
+# %% notebooks/01_embeddings.ipynb cell 7
 class TokenEmbedding(nn.Module):
     """Token ids to vectors, scaled by sqrt(d_model) (section 3.4).
 
@@ -52,7 +52,7 @@ class TokenEmbedding(nn.Module):
         return self.embedding(tokens) * math.sqrt(self.d_model)  # (B, L, d_model)
 
 
-# %% notebooks/01_embeddings.ipynb cell 10
+# %% notebooks/01_embeddings.ipynb cell 11
 def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
     """The (max_len, d_model) table of section 3.5: sines in even dimensions, cosines in odd ones."""
     check_ints(max_len=max_len, d_model=d_model)
@@ -94,7 +94,7 @@ class PositionalEncoding(nn.Module):
         return self.dropout(x + self.pe[:, : x.size(1)].to(x.dtype))  # (B, L, d_model)
 
 
-# %% notebooks/01_embeddings.ipynb cell 22
+# %% notebooks/01_embeddings.ipynb cell 23
 class LearnedPositionalEmbedding(nn.Module):
     """Adds a trainable vector per position to its input, then applies dropout (the alternative of section 3.5).
 

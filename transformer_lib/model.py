@@ -13,7 +13,7 @@ __all__ = [
     'load_torch_transformer',
 ]
 
-# %% notebooks/04_model.ipynb cell 2
+# %% notebooks/04_model.ipynb cell 3
 import json
 from dataclasses import asdict, dataclass, fields
 
@@ -25,7 +25,7 @@ from transformer_lib.checks import check_config, check_ints, check_model_tokens,
 from transformer_lib.embeddings import LearnedPositionalEmbedding, PositionalEncoding, TokenEmbedding
 
 
-# %% notebooks/04_model.ipynb cell 5
+# %% notebooks/04_model.ipynb cell 6
 class Encoder(nn.Module):
     """A stack of n_layers EncoderLayers, with a final LayerNorm when final_norm (section 3.1).
 
@@ -77,7 +77,7 @@ class Decoder(nn.Module):
         return self.norm(x)
 
 
-# %% notebooks/04_model.ipynb cell 7
+# %% notebooks/04_model.ipynb cell 8
 class Generator(nn.Module):
     """Linear projection to the vocabulary followed by log-softmax (section 3.4).
 
@@ -94,7 +94,7 @@ class Generator(nn.Module):
         return self.proj(x).log_softmax(dim=-1)  # (B, Lt, vocab_size)
 
 
-# %% notebooks/04_model.ipynb cell 9
+# %% notebooks/04_model.ipynb cell 10
 class EncoderDecoder(nn.Module):
     """The Transformer: embeddings, encoder, decoder and generator (section 3, figure 1).
 
@@ -135,7 +135,7 @@ class EncoderDecoder(nn.Module):
         return self.generator(self.decode(self.encode(src, src_mask), src_mask, tgt, tgt_mask))  # (B, Lt, tgt_vocab)
 
 
-# %% notebooks/04_model.ipynb cell 11
+# %% notebooks/04_model.ipynb cell 12
 @dataclass
 class ModelConfig:
     """Every hyperparameter of make_model, by name; round-trips through dict and JSON."""
@@ -173,7 +173,7 @@ class ModelConfig:
         return cls.from_dict(json.loads(text))
 
 
-# %% notebooks/04_model.ipynb cell 13
+# %% notebooks/04_model.ipynb cell 14
 def build_model(config: ModelConfig) -> EncoderDecoder:
     """The EncoderDecoder a ModelConfig describes: Xavier-initialized weight matrices, chapter 1's embeddings."""
     c = config
@@ -214,7 +214,7 @@ def make_model(src_vocab: int, tgt_vocab: int, n_layers: int = 6, d_model: int =
     return build_model(ModelConfig(src_vocab, tgt_vocab, n_layers, d_model, d_ff, n_heads, dropout, **options))
 
 
-# %% notebooks/04_model.ipynb cell 24
+# %% notebooks/04_model.ipynb cell 25
 def load_torch_transformer(model: EncoderDecoder, transformer: nn.Transformer) -> EncoderDecoder:
     """Copy the weights of an nn.Transformer (batch_first, relu) into model's encoder and decoder stacks.
 

@@ -17,7 +17,7 @@ __all__ = [
     'train_copy_task',
 ]
 
-# %% notebooks/05_training.ipynb cell 2
+# %% notebooks/05_training.ipynb cell 3
 import itertools
 import math
 import time
@@ -35,7 +35,7 @@ from transformer_lib.model import EncoderDecoder, make_model
 from transformer_lib.runtime import all_reduce_sum, world_size
 
 
-# %% notebooks/05_training.ipynb cell 6
+# %% notebooks/05_training.ipynb cell 7
 class Batch:
     """One batch for teacher forcing: the source, the target split into decoder input and output, and masks.
 
@@ -66,7 +66,7 @@ class Batch:
         return Batch(self.src.to(device), None if self.tgt is None else self.tgt.to(device), self.pad_idx)
 
 
-# %% notebooks/05_training.ipynb cell 9
+# %% notebooks/05_training.ipynb cell 11
 class LabelSmoothing(nn.Module):
     """KL divergence to a label-smoothed target distribution, summed over the non-padding targets (section 5.4).
 
@@ -110,7 +110,7 @@ class LabelSmoothing(nn.Module):
         return (torch.xlogy(dist, dist) - dist * log_probs.masked_fill(dist == 0, 0.0)).sum()
 
 
-# %% notebooks/05_training.ipynb cell 17
+# %% notebooks/05_training.ipynb cell 19
 def rate(step: int, d_model: int, factor: float = 1.0, warmup: int = 4000) -> float:
     """The learning rate of section 5.3: factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5).
 
@@ -132,7 +132,7 @@ def make_optimizer(model: nn.Module, d_model: int, factor: float = 1.0, warmup: 
     return optimizer, scheduler
 
 
-# %% notebooks/05_training.ipynb cell 22
+# %% notebooks/05_training.ipynb cell 24
 def loss_sum(model: EncoderDecoder, batch: Batch, criterion) -> torch.Tensor:
     """The criterion's summed loss of the model's predictions for one batch."""
     log_probs = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)  # (B, Lt, V)
@@ -193,7 +193,7 @@ def train_epoch(model: EncoderDecoder, batches, criterion, optimizer, scheduler=
     return total_loss / total_tokens
 
 
-# %% notebooks/05_training.ipynb cell 24
+# %% notebooks/05_training.ipynb cell 26
 @torch.no_grad()
 def evaluate(model: EncoderDecoder, batches, criterion) -> float:
     """Mean loss per target token over `batches`, in eval mode, without gradients."""
@@ -208,7 +208,7 @@ def evaluate(model: EncoderDecoder, batches, criterion) -> float:
     return total_loss / max(total_tokens, 1)
 
 
-# %% notebooks/05_training.ipynb cell 26
+# %% notebooks/05_training.ipynb cell 28
 @torch.no_grad()
 def greedy_decode(model: EncoderDecoder, src: torch.Tensor, src_mask: torch.Tensor, max_len: int,
                   start_symbol: int, end_symbol: int | None = None) -> torch.Tensor:
@@ -240,7 +240,7 @@ def greedy_decode(model: EncoderDecoder, src: torch.Tensor, src_mask: torch.Tens
     return ys
 
 
-# %% notebooks/05_training.ipynb cell 28
+# %% notebooks/05_training.ipynb cell 30
 COPY_PAD, COPY_START = 0, 1  # the copy task's special ids; symbols are 2 .. vocab_size - 1
 
 
@@ -259,7 +259,7 @@ def sequence_accuracy(model: EncoderDecoder, batch: Batch, start_symbol: int = C
     return (out == batch.tgt_out).all(dim=1).float().mean().item()
 
 
-# %% notebooks/05_training.ipynb cell 30
+# %% notebooks/05_training.ipynb cell 32
 @dataclass
 class CopyTaskResult:
     model: EncoderDecoder

@@ -32,7 +32,7 @@ _MODULES = ["model", "embeddings", "attention", "blocks", "training", "data", "d
             "modern"]
 SCALE = 2  # PNG pixels per SVG pixel: sharp on a high-density screen, scaled down to the page's width elsewhere
 _SOURCE_KEY = "svg-sha256"
-IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")
+IMAGE = re.compile(r"!\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(([^)\s]+)\)")  # alt text may hold x[0]
 
 
 @dataclass(frozen=True)
@@ -227,6 +227,9 @@ def figure_problems(book) -> list[str]:
                 if source != shas[stem]:
                     problems.append(f"{where}: attachment {name} is stale, drawn from another version of its "
                                     f"source; {fix}")
+            if cell.source.count("attachment:") > sum(t.startswith("attachment:") for _, t in image_refs(cell.source)):
+                problems.append(f"{where}: an attachment: reference is not a well-formed markdown image "
+                                "![alt text](attachment:<name>.png)")
             for name in attachments:
                 if f"attachment:{name}" not in cell.source:
                     problems.append(f"{where}: attachment {name} is carried but never shown; {fix}")

@@ -6,7 +6,7 @@ text, rounded to a tenth of a pixel, so the same source gives the same file on e
 the DejaVu Sans font matplotlib ships, the font the pictures are drawn in.
 
 Parts of the model keep one colour everywhere (`PARTS`): embeddings amber, attention salmon, feed-forward blue,
-add & norm yellow, the output layer lavender, tensors grey, masks teal.
+add & norm yellow, the output layer lavender, tensors grey, masks teal, padding pale red.
 """
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ PARTS = {
     "mask": ("#9FD8CE", "#2C8374"),
     "plain": ("#FFFFFF", "#444444"),
     "note": ("#FFF8E7", "#B7791F"),
+    "padding": ("#F6D5D1", "#B5452E"),  # padding positions: what a batch wastes
 }
 
 

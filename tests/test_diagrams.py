@@ -1,0 +1,178 @@
+"""The book's diagrams (transformer_lib.diagrams): every one drawn from its source, parsed, rasterised and shown in
+its chapter with alt text; stale, broken or missing pictures are named; one palette and one font."""
+import base64
+import io
+import re
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import nbformat
+import pytest
+from PIL import Image
+
+import transformer_lib.book as bk
+import transformer_lib.diagrams as dg
+from transformer_lib.diagrams.svg import ACCENT, BACKGROUND, FONT, INK, MONO, MUTED, PARTS, text_width
+
+ROOT = Path(__file__).resolve().parents[1]
+SVG = "{http://www.w3.org/2000/svg}"
+DIAGRAMS = dg._load()
+
+
+@pytest.fixture(scope="module")
+def book():
+    return bk.load_book(ROOT)
+
+
+def _shown(book):
+    """chapter number -> names of the diagrams its notebook shows."""
+    shown = {}
+    for number, chapter in enumerate(book.chapters, 1):
+        nb = nbformat.read(ROOT / chapter.file, as_version=4)
+        names = shown.setdefault(number, set())
+        for cell in nb.cells:
+            if cell.cell_type == "markdown":
+                names.update(t[len("attachment:"):-len(".png")] for _, t in dg.image_refs(cell.source)
+                             if t.startswith("attachment:"))
+    return shown
+
+
+def test_the_book_has_at_least_30_diagrams_and_every_chapter_at_least_2(book):
+    shown = _shown(book)
+    assert len(set().union(*shown.values())) >= 30
+    for number, names in shown.items():
+        assert len(names) >= 2, f"chapter {number} shows {sorted(names)}"
+
+
+def test_every_picture_of_the_book_is_current_attached_labelled_and_shown(book):
+    assert dg.figure_problems(book) == []
+
+
+def test_every_alt_text_says_what_the_picture_shows(book):
+    for chapter in book.chapters:
+        for cell in nbformat.read(ROOT / chapter.file, as_version=4).cells:
+            if cell.cell_type == "markdown":
+                for alt, target in dg.image_refs(cell.source):
+                    if target.startswith("attachment:"):
+                        assert len(alt.split()) >= 6, (chapter.file, target, alt)
+
+
+@pytest.mark.parametrize("name", sorted(DIAGRAMS))
+def test_diagram_parses_rasterises_and_keeps_its_text_inside_the_canvas(name):
+    svg = dg.draw_svg(name)
+    assert svg == dg.draw_svg(name)  # the same source draws the same file
+    root = ET.fromstring(svg)
+    width, height = float(root.get("width")), float(root.get("height"))
+    assert root.find(f"{SVG}title").text.strip()
+    for text in root.iter(f"{SVG}text"):
+        family = text.get("font-family")
+        assert family in (FONT, MONO), family
+        if text.get("transform"):
+            continue
+        size, x = float(text.get("font-size")), float(text.get("x"))
+        w = text_width(text.text or "", size, mono=family == MONO)
+        left = {"start": x, "middle": x - w / 2, "end": x - w}[text.get("text-anchor")]
+        assert -0.5 <= left and left + w <= width + 0.5, f"{name}: text {text.text!r} runs off the canvas"
+        assert 0 <= float(text.get("y")) <= height + 0.5, f"{name}: text {text.text!r} below or above the canvas"
+    png = dg.rasterize(svg)
+    image = Image.open(io.BytesIO(png))
+    assert image.format == "PNG" and image.size == (round(width * dg.SCALE), round(height * dg.SCALE))
+    assert len(image.convert("RGB").getcolors(1 << 16)) > 8  # drawn, not blank
+    assert dg.png_source(png) == dg._sha(svg)
+
+
+def _palette_colour(colour):
+    allowed = {c.upper() for pair in PARTS.values() for c in pair} | {INK, MUTED, ACCENT, BACKGROUND, "#FFFFFF"}
+    if colour.upper() in allowed or colour == "none":
+        return True
+    r, g, b = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    if r == g == b:  # greys: frames, grid lines, faded parts
+        return True
+    # the one value scale, shade(v): on the line from (247, 251, 255) to (8, 69, 148)
+    v = (247 - r) / (247 - 8)
+    return all(abs(round(lo + (hi - lo) * v) - c) <= 1 for lo, hi, c in zip((247, 251, 255), (8, 69, 148), (r, g, b)))
+
+
+@pytest.mark.parametrize("name", sorted(DIAGRAMS))
+def test_diagram_uses_the_books_palette(name):
+    colours = set(re.findall(r'(?:fill|stroke)="([^"]+)"', dg.draw_svg(name))) - {"100%"}
+    odd = sorted(c for c in colours if not _palette_colour(c))
+    assert not odd, f"{name} uses colours outside the palette: {odd}"
+
+
+# ---- the check names what is wrong
+
+
+@pytest.fixture
+def copy(tmp_path):
+    """A copy of the book's manifest, notebooks and figures, to damage."""
+    shutil.copy(ROOT / "book.yml", tmp_path / "book.yml")
+    shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks")
+    shutil.copytree(ROOT / dg.FIGURES_DIR, tmp_path / dg.FIGURES_DIR)
+    return bk.load_book(tmp_path)
+
+
+def _first_figure_cell(book):
+    for chapter in book.chapters:
+        path = book.root / chapter.file
+        nb = nbformat.read(path, as_version=4)
+        for index, cell in enumerate(nb.cells):
+            if cell.cell_type == "markdown" and cell.get("attachments"):
+                return path, nb, index
+    raise AssertionError("no chapter shows a diagram")
+
+
+def test_check_names_a_stale_svg_and_attachment_after_a_drawing_changes(copy, monkeypatch):
+    name = sorted(DIAGRAMS)[0]
+    original = DIAGRAMS[name]
+
+    def changed():
+        d = original.draw()
+        d.text(10, 10, "a change", anchor="start")
+        return d
+
+    monkeypatch.setitem(dg.DIAGRAMS, name, dg.Diagram(name, original.chapter, changed))
+    problems = "\n".join(dg.figure_problems(copy))
+    assert f"docs/figures/{name}.svg: stale" in problems
+    assert f"attachment {name}.png is stale" in problems
+    dg.sync_figures(copy, log=lambda *_: None)  # redrawing mends both
+    assert dg.figure_problems(copy) == []
+
+
+def test_check_names_a_damaged_attachment_a_missing_alt_and_a_relative_image(copy):
+    path, nb, index = _first_figure_cell(copy)
+    cell = nb.cells[index]
+    attachment = next(iter(cell.attachments))
+    cell.attachments[attachment]["image/png"] = base64.b64encode(b"not a png").decode()
+    cell.source = re.sub(r"!\[[^\]]*\]\(attachment:", "![](attachment:", cell.source, count=1)
+    cell.source += "\n\n![the model](figures/model.png)"
+    nbformat.write(nb, path)
+    problems = "\n".join(dg.figure_problems(copy))
+    where = f"{path.relative_to(copy.root)} cell {index}"
+    assert f"{where}: attachment {attachment} is not a readable PNG" in problems
+    assert f"{where}: the image attachment:{attachment} has no alt text" in problems
+    assert f"{where}: the image figures/model.png is a relative path, which Colab cannot resolve" in problems
+
+
+def test_check_names_an_unattached_reference_and_a_diagram_no_chapter_shows(copy):
+    path, nb, index = _first_figure_cell(copy)
+    cell = nb.cells[index]
+    attachment = next(iter(cell.attachments))
+    del cell.attachments[attachment]
+    nbformat.write(nb, path)
+    problems = "\n".join(dg.figure_problems(copy))
+    assert f"attachment:{attachment} is referenced but not attached" in problems
+    dg.sync_figures(copy, log=lambda *_: None)
+    assert dg.figure_problems(copy) == []
+    cell.source = cell.source.replace(f"attachment:{attachment}", "attachment:no-such-diagram.png")
+    nbformat.write(nb, path)
+    problems = "\n".join(dg.figure_problems(copy))
+    assert "attachment:no-such-diagram.png names no diagram" in problems
+
+
+def test_book_check_fails_on_a_stale_picture(copy, capsys):
+    svg = copy.root / dg.FIGURES_DIR / f"{sorted(DIAGRAMS)[0]}.svg"
+    svg.write_text(svg.read_text(encoding="utf-8").replace("</svg>", "<!-- edited --></svg>"), encoding="utf-8")
+    assert bk.main(["--root", str(copy.root), "check"]) == 1
+    assert f"{svg.relative_to(copy.root)}: stale" in capsys.readouterr().err
