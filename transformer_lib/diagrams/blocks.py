@@ -15,6 +15,14 @@ def _dot(d: Drawing, x, y, color=INK):
     d.circle(x, y, 3, color, stroke=color, width=1)
 
 
+def _box(d: Drawing, x, y, w, h, label, sub, part, size=12, sub_size=11):
+    """A box of `part` with a code label and a second line in grey, the second line no smaller than sub_size."""
+    box = d.box(x, y, w, h, None, part=part)
+    d.text(x + w / 2, y + h / 2 - size * 0.55, label, size=size, mono=True)
+    d.text(x + w / 2, y + h / 2 + size * 0.68, sub, size=sub_size, mono=True, color=MUTED)
+    return box
+
+
 # ---------------------------------------------------------------- chapter 3
 
 
@@ -83,7 +91,7 @@ def layer_norm() -> Drawing:
     d.text(xx + D * cell / 2, 76, "x", size=14, mono=True)
     d.text(xx + D * cell / 2, 98, "(B, L, d_model)", size=12, mono=True, color=MUTED)
     for i in range(L):
-        d.text(xx - 8, gy + i * cell + cell / 2, f"pos {i}", size=10.5, anchor="end", color=MUTED)
+        d.text(xx - 8, gy + i * cell + cell / 2, f"pos {i}", size=11, anchor="end", color=MUTED)
     row = 0  # the position the picture follows
     d.rect(xx - 1, gy + row * cell - 1, D * cell + 2, cell + 2, "none", stroke=ACCENT, width=2.4)
     d.brace(xx, gy + L * cell + 6, xx + D * cell, "dim=-1: over d_model")
@@ -135,7 +143,7 @@ def feed_forward() -> Drawing:
     for i, y in enumerate(rows_y):
         d.text(ix - 10, y + cell / 2, f"pos {i}", size=11, anchor="end", color=MUTED)
         _frame(d, d.grid(ix, y, [[((i * 5 + j * 3) % 7) / 8 + 0.1 for j in range(dm)]], cell=cell))
-        hidden = [0.0 if (i * 7 + j * 5) % 3 == 0 else ((i + j * 7) % 9) / 10 + 0.1 for j in range(dff)]
+        hidden = [0.0 if (i * 7 + j * 5) % 3 == 0 else ((i + j * 7) % 9) / 11 + 0.2 for j in range(dff)]
         _frame(d, d.grid(hx, y + (cell - hc) / 2, [hidden], cell=hc))
         _frame(d, d.grid(ox, y, [[((i * 3 + j * 5) % 7) / 8 + 0.1 for j in range(dm)]], cell=cell))
         for a, b in ((ix + dm * cell + 4, w1x - 2), (w1x + 72, hx - 4), (hx + dff * hc + 4, w2x - 2),
@@ -167,7 +175,7 @@ def _layer(d: Drawing, cx, y0, units, stream="(B, L, d_model)"):
         d.text(frame.x - 8, frame.cy, "SublayerConnection", size=11, anchor="end", color=MUTED)
         d.text(frame.x - 8, frame.cy + 16, "post-norm", size=11, anchor="end", color=MUTED)
         _dot(d, cx, y0)
-        box = d.box(cx - 140, y0 - 76, 280, 46, label, part=part, sub=sub, mono=True, size=12)
+        box = _box(d, cx - 140, y0 - 76, 280, 46, label, sub, part)
         d.arrow([(cx, y0), box.bottom], head=7)
         plus = d.plus(cx, y0 - 106, r=10)
         d.arrow([box.top, plus.bottom], head=6, label="dropout", side="right")
@@ -183,7 +191,7 @@ def _layer(d: Drawing, cx, y0, units, stream="(B, L, d_model)"):
 
 def _mask(d: Drawing, box, y, name, shape, code):
     """A mask (teal) entering an attention box from the right."""
-    m = d.box(box.x2 + 50, y - 20, 210, 40, f"{name} {shape}", part="mask", sub=code, mono=True, size=11.5)
+    m = _box(d, box.x2 + 44, y - 21, 226, 42, f"{name} {shape}", code, "mask", size=11.5)
     d.arrow([m.left, (box.x2, y)], head=7)
 
 
@@ -265,7 +273,7 @@ def stacks() -> Drawing:
     d.arrow([(ex + w / 2, 446), (ex + w / 2, 426)], head=0)
     d.text(ex + w / 2, 404, "...", size=14, color=MUTED)
     d.arrow([(ex + w / 2, 392), (ex + w / 2, 384)], head=0)
-    enorm = d.box(ex, 270, w, 36, "encoder.norm", part="norm", sub="Identity in post-norm", mono=True, size=11.5)
+    enorm = _box(d, ex, 268, w, 40, "encoder.norm", "Identity in post-norm", "norm")
     d.arrow([(ex + w / 2, 330), enorm.bottom], head=7)
     # ---- the decoder: each layer reads the memory in its src_attn
     mids = []
@@ -275,7 +283,7 @@ def stacks() -> Drawing:
     d.arrow([(dx + w / 2, 394), (dx + w / 2, 370)], head=0)
     d.text(dx + w / 2, 350, "...", size=14, color=MUTED)
     d.arrow([(dx + w / 2, 338), (dx + w / 2, 332)], head=0)
-    dnorm = d.box(dx, 190, w, 36, "decoder.norm", part="norm", sub="Identity in post-norm", mono=True, size=11.5)
+    dnorm = _box(d, dx, 188, w, 40, "decoder.norm", "Identity in post-norm", "norm")
     d.arrow([(dx + w / 2, 254), dnorm.bottom], head=7)
     gen = d.box(dx, 110, w, 44, "generator", part="output", sub="Linear, log_softmax", mono=True)
     d.arrow([dnorm.top, gen.bottom], head=7, label="(B, Lt, d_model)", side="right")
@@ -306,18 +314,19 @@ def shared_embeddings() -> Drawing:
     d.text(box.x - 10, box.cy, "vocab", size=11.5, mono=True, color=MUTED, anchor="end")
     users = [(30, 70, "tgt_embed[0].embedding", "tgt (B, Lt) -> (B, Lt, d_model)", "embed"),
              (30, 210, "src_embed[0].embedding", "src (B, Ls) -> (B, Ls, d_model)", "embed"),
-             (530, 140, "generator.proj", "(B, Lt, d_model) -> (B, Lt, vocab)", "output")]
+             (524, 140, "generator.proj", "(B, Lt, d_model) -> (B, Lt, vocab)", "output")]
     for x, y, name, sub, part in users:
-        b = d.box(x, y, 230, 50, name, part=part, sub=sub, mono=True, size=12)
         left = x < gx
+        b = _box(d, x, y, 230 if left else 250, 50, name, sub, part, size=12.5)
         end = (b.x2 + 2, b.cy) if left else (b.x - 2, b.cy)
         start = (box.x - 4, b.cy) if left else (box.x2 + 4, b.cy)
         d.arrow([start, end], color=ACCENT, width=1.8, head=8)
-        notes = ["rows by token id, then", "TokenEmbedding x sqrt(d_model)"] if left else \
-            ["x @ weight.T + bias", "Linear(d_model, vocab).weight", "is (vocab, d_model) too;",
-             "its bias (vocab,) stays its own"]
-        for k, note in enumerate(notes):
-            d.text(b.cx, b.y2 + 14 + k * 17, note, size=11, mono=k == 0 or not left and k == 1, color=MUTED)
+        # (text, is code) under the box
+        notes = [("rows by token id, then", False), ("TokenEmbedding x sqrt(d_model)", False)] if left else \
+            [("x @ weight.T + bias", True), ("Linear(d_model, vocab).weight", True), ("is (vocab, d_model) too;", False),
+             ("its bias (vocab,) stays its own", False)]
+        for k, (note, code) in enumerate(notes):
+            d.text(b.cx, b.y2 + 14 + k * 17, note, size=11.5 if code else 11, mono=code, color=MUTED)
     code = ["model.tgt_embed[0].embedding.weight = model.src_embed[0].embedding.weight",
             "model.generator.proj.weight = model.src_embed[0].embedding.weight"]
     for k, line in enumerate(code):
@@ -350,10 +359,10 @@ def parameters() -> Drawing:
             w = value * scale
             d.rect(x, y, w, 34, PARTS[part][0], stroke=PARTS[part][1], width=1)
             if w > 48:
-                d.text(x + w / 2, y + 11, label, size=10.5)
-                d.text(x + w / 2, y + 25, f"{value / 1e6:.1f}M", size=10.5, color=MUTED)
+                d.text(x + w / 2, y + 10, label, size=11)
+                d.text(x + w / 2, y + 25, f"{value / 1e6:.1f}M", size=11, color=MUTED)
             elif w > 30:
-                d.text(x + w / 2, y + 17, f"{value / 1e6:.1f}M", size=10.5, color=MUTED)
+                d.text(x + w / 2, y + 17, f"{value / 1e6:.1f}M", size=11, color=MUTED)
             x += w
         if row == 0:
             x0 = 190 + table * scale

@@ -7,7 +7,7 @@ from __future__ import annotations
 from transformer_lib.diagrams import diagram
 from transformer_lib.diagrams.svg import ACCENT, INK, MUTED, PARTS, Drawing, text_width
 
-PAD_FILL = "#F6D5D1"  # padding: the positions a batch wastes
+PAD_FILL, PAD_STROKE = PARTS["padding"]  # padding: the positions a batch wastes
 
 
 def _chip_width(text, size=12, least=30, pad=14):
@@ -65,13 +65,13 @@ def pipeline():
     for r, row in enumerate(ROWS):
         for k in range(len(xs)):
             real = k < len(row)
-            fill, stroke = (PARTS["tensor"] if real else (PAD_FILL, ACCENT))
+            fill, stroke = PARTS["tensor"] if real else PARTS["padding"]
             d.rect(xs[k], y + r * (h + gap), widths[k], h, fill, stroke=stroke, width=1.1, rx=4)
             d.text(xs[k] + widths[k] / 2, y + r * (h + gap) + h / 2, str(row[k] if real else PAD_ID), size=11.5,
                    mono=True, color=INK if real else ACCENT)
         d.text(xs[0] - 10, y + r * (h + gap) + h / 2, f"row {r}", size=11.5, anchor="end", color=MUTED)
     d.text(410, 380, "rows 1 and 2: \"Two dogs play in the snow.\" and \"A dog runs.\"", size=12, color=MUTED)
-    d.legend(250, 404, [("tensor", "a token's id"), (PAD_FILL, "padding, <pad> = 1")])
+    d.legend(250, 404, [("tensor", "a token's id"), ("padding", "padding, <pad> = 1")])
     return d
 
 
@@ -181,7 +181,7 @@ def bucketing():
             for n in g:
                 d.rect(x + 84, y, n * unit, bar_h, PARTS["tensor"][0], stroke=PARTS["tensor"][1], width=1)
                 if n < longest:
-                    d.rect(x + 84 + n * unit, y, (longest - n) * unit, bar_h, PAD_FILL, stroke=ACCENT, width=0.8)
+                    d.rect(x + 84 + n * unit, y, (longest - n) * unit, bar_h, PAD_FILL, stroke=PAD_STROKE, width=0.8)
                 y += bar_h + row_gap
             y += batch_gap
         share = _padding(groups)
@@ -193,5 +193,5 @@ def bucketing():
     panel(16, random_groups, "Random batches", f"{RANDOM_BATCH} sentences each, in random order")
     panel(430, bucketed, "Length-bucketed batches", f"sorted by length, size x longest <= {MAX_TOKENS} tokens")
     d.polyline([(418, 14), (418, height - 34)], stroke="#CCCCCC", width=1)
-    d.legend(290, height - 14, [("tensor", "tokens of a sentence"), (PAD_FILL, "padding to the batch's longest")])
+    d.legend(290, height - 14, [("tensor", "tokens of a sentence"), ("padding", "padding to the batch's longest")])
     return d

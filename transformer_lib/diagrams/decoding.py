@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from transformer_lib.diagrams import diagram
-from transformer_lib.diagrams.svg import ACCENT, INK, MUTED, PARTS, Drawing, shade
+from transformer_lib.diagrams.svg import ACCENT, INK, MUTED, PARTS, Drawing, shade, text_width
 
 # the toy of chapter 7, section 2: the last token -> {next token: probability}; a model that ignores the source
 TOY_TABLE = {
@@ -56,7 +56,7 @@ def _cache(d: Drawing, x, y, rows, cols, cell, name, new_values, seed):
     d.rect(box.x, box.y2 - cell, box.w, cell, "none", stroke=ACCENT, width=2.4)
     for r in range(rows):
         label = "t" if r == rows - 1 else str(r + 1)
-        d.text(x - 7, y + r * cell + cell / 2, label, size=10.5, anchor="end", mono=True,
+        d.text(x - 7, y + r * cell + cell / 2, label, size=11.5, anchor="end", mono=True,
                color=ACCENT if r == rows - 1 else MUTED)
     d.text(box.cx, y - 32, name, size=13, mono=True)
     d.text(box.cx, y - 15, "(B, n_heads, t, d_k)", size=11.5, mono=True, color=MUTED)
@@ -112,7 +112,8 @@ def kv_cache() -> Drawing:
     d.arrow([out.top, (out.cx, 250)], head=7)
     d.text(out.cx, 228, "(B, 1, d_model)", size=11.5, mono=True, color=MUTED)
     d.text(out.cx, 210, "to the layer's next sublayer", size=11, color=MUTED)
-    d.text(400, 456, "Red: computed at this step. No causal mask: the cache holds only the past.", size=12.5)
+    d.text(400, 456, "Outlined in red: computed at this step. No causal mask: the cache holds only the past.",
+           size=12.5)
     return d
 
 
@@ -176,10 +177,14 @@ def greedy_loop() -> Drawing:
            color=MUTED)
     d.arrow([stop.left, ret.right], label="yes", side="above", mono=False)
     # ---- the tape: what one sentence feeds and produces, step by step
-    steps = [("<s>", "a"), ("a", "girl"), ("girl", "is"), ("is", "sleeping"), None, ("park", "."), (".", "</s>")]
-    y_in, y_out, w, gap, x = 290, 350, 76, 14, 110
-    d.text(30, 252, "One sentence step by step:  Ein Mädchen schläft in der Sonne im Park.", size=12.5,
-           anchor="start")
+    # the subword tokens the chapter prints for this sentence, ▁ marking a space before (chapter 6)
+    steps = [("<s>", "a"), ("a", "▁girl"), ("▁girl", "▁is"), ("▁is", "▁sleeping"), None, ("▁park", "."),
+             (".", "</s>")]
+    y_in, y_out, w, gap, x = 290, 350, 80, 14, 110
+    header = "One sentence step by step:  Ein Mädchen schläft in der Sonne im Park."
+    d.text(30, 252, header, size=12.5, anchor="start")
+    d.text(44 + text_width(header, 12.5), 252, "(subwords: ▁ marks a space before)", size=12, anchor="start",
+           color=MUTED)
     d.text(x - 12, y_in + 14, "fed", size=12, anchor="end", color=MUTED)
     d.text(x - 12, y_out + 14, "argmax", size=12, anchor="end", color=MUTED)
     for i, step in enumerate(steps):
@@ -257,14 +262,17 @@ def beam_tree() -> Drawing:
         end = col_x[len(tokens) - 1] + w + (4 if len(tokens) - 1 < len(steps) else 0)
         if len(tokens) - 1 < len(steps):  # finished early: carried over unchanged by the later steps
             d.polyline([(end + 4, y), (fx - 10, y)], stroke=MUTED, width=1.3, dash="5 4")
-            d.text((end + fx) / 2, y - 10, "carried over", size=10.5, color=MUTED)
+            d.text((end + fx) / 2, y - 10, "carried over", size=11, color=MUTED)
         else:
             d.polyline([(end, y), (fx - 10, y)], stroke=MUTED, width=1.3, dash="5 4")
         is_best = tokens == best
         color = ACCENT if is_best else INK
         penalty = length_penalty(tokens, alpha)
-        d.text(fx, y - 9, " ".join(tokens[1:]), size=12.5, anchor="start", mono=True, color=color,
+        words = " ".join(tokens[1:])
+        d.text(fx, y - 9, words, size=12.5, anchor="start", mono=True, color=color,
                weight="bold" if is_best else "normal")
+        d.text(fx + 12 + text_width(words, 12.5, mono=True), y - 9, f"|y| = {len(tokens) - 1}", size=11.5,
+               anchor="start", mono=True, color=MUTED)
         d.text(fx, y + 10, f"{score:.2f} ÷ {penalty:.2f} = {score / penalty:.2f}", size=12, anchor="start",
                mono=True, color=color)
         if is_best:

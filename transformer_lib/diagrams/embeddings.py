@@ -110,10 +110,10 @@ def positional_encoding() -> Drawing:
     d.text(box.cx, 42, "here d_model = 16", size=11, color=MUTED)
     for i in range(d_model // 2):
         d.brace(gx + 2 * i * cell + 2, gy - 4, gx + (2 * i + 2) * cell - 2, None, below=False)
-        d.text(gx + (2 * i + 1) * cell, gy - 20, str(i), size=10.5, mono=True, color=MUTED)
+        d.text(gx + (2 * i + 1) * cell, gy - 20, str(i), size=11, mono=True, color=MUTED)
     d.text(gx - 8, gy - 20, "pair i", size=11, anchor="end", color=MUTED)
     for p in range(0, rows, 3):
-        d.text(gx - 8, gy + p * cell + cell / 2, str(p), size=10.5, anchor="end", mono=True, color=MUTED)
+        d.text(gx - 8, gy + p * cell + cell / 2, str(p), size=11, anchor="end", mono=True, color=MUTED)
     d.text(gx - 44, box.cy, "pos", size=12, color=MUTED, rotate=-90)
     d.text(box.cx, box.y2 + 12, "...", size=12, color=MUTED)
     d.text(box.cx, box.y2 + 32, "max_len rows in all", size=11, color=MUTED)
@@ -123,7 +123,7 @@ def positional_encoding() -> Drawing:
     for k in range(10):
         d.rect(sx + k * 20, sy, 20, 10, shade(k / 9), stroke="none", width=0)
     for t, at in (("-1", 0), ("0", 100), ("+1", 200)):
-        d.text(sx + at, sy + 22, t, size=10.5, color=MUTED)
+        d.text(sx + at, sy + 22, t, size=11, color=MUTED)
     # the first L rows are what a sequence of length L gets
     bx, y_end = box.x2 + 6, gy + L * cell
     d.polyline([(bx, gy), (bx + 7, gy), (bx + 7, y_end), (bx, y_end)], stroke=ACCENT, width=1.6)
@@ -168,8 +168,8 @@ def shift_rotation() -> Drawing:
         d.circle(cx, cy, r, "#FFFFFF", stroke="#BBBBBB", width=1)
         d.polyline([(cx - r - 14, cy), (cx + r + 22, cy)], stroke="#DDDDDD", width=0.8)
         d.polyline([(cx, cy + r + 14), (cx, cy - r - 14)], stroke="#DDDDDD", width=0.8)
-        d.text(cx + r + 26, cy, "sin", size=10.5, anchor="start", color=MUTED)
-        d.text(cx, cy - r - 24, "cos", size=10.5, color=MUTED)
+        d.text(cx + r + 26, cy, "sin", size=11, anchor="start", color=MUTED)
+        d.text(cx, cy - r - 24, "cos", size=11, color=MUTED)
         point = lambda p: (cx + r * math.sin(omega * p), cy - r * math.cos(omega * p))
         for p in range(6):
             x, y = point(p)
@@ -178,11 +178,9 @@ def shift_rotation() -> Drawing:
             arc = [(cx + (r + 12) * math.sin(omega * t), cy - (r + 12) * math.cos(omega * t))
                    for t in [start + k * q / 16 for q in range(17)]]
             d.arrow(arc, color=ACCENT, width=1.8, head=7)
-        if pair == 0:
-            for p in range(6):
-                x, y = point(p)
-                dx, dy = x - cx, y - cy
-                d.text(cx + dx * 0.72, cy + dy * 0.72, str(p), size=11, mono=True, color=MUTED)
+        for p in range(6) if pair == 0 else (0, 5):  # every position where the dots are apart, else the ends
+            x, y = point(p)
+            d.text(cx + (x - cx) * 0.72, cy + (y - cy) * 0.72, str(p), size=11, mono=True, color=MUTED)
         d.text(cx, cy + r + 40, f"pair i = {pair}", size=13, mono=True)
         d.text(cx, cy + r + 60, f"ω_{pair} k = {omega * k:.2f} rad", size=12, color=MUTED)
     d.text(390, 22, "dots: (sin, cos) of one pair at pos = 0 ... 5; red: a shift by k = 2 from pos 0 and from pos 3",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from transformer_lib.diagrams import diagram
-from transformer_lib.diagrams.svg import ACCENT, INK, MUTED, PARTS, Drawing
+from transformer_lib.diagrams.svg import ACCENT, INK, MUTED, PARTS, Drawing, text_width
 
 
 def _weights(seed: int, rows: int, cols: int) -> list[list[float]]:
@@ -23,14 +23,14 @@ def _tensor(d: Drawing, x, y, w, h, label, mono=True, size=13):
 
 @diagram("ch09-packed-projections", chapter=9)
 def packed_projections():
-    d = Drawing(800, 590, "Three projections against one packed projection, and the fused attention call")
+    d = Drawing(800, 584, "Three projections against one packed projection, and the fused attention call")
     left, right = 200, 590  # the centres of the two columns
     cell, n = 9, 6  # a (d_model, d_model) matrix drawn as n x n cells
     side = n * cell
     d.text(left, 22, "MultiHeadAttention (chapter 2)", size=14, weight="bold")
     d.text(right, 22, "FusedMultiHeadAttention", size=14, weight="bold")
     d.text(right, 42, "self-attention (cross-attention stacks w_k, w_v alone)", size=11.5, color=MUTED)
-    d.polyline([(400, 14), (400, 576)], stroke="#999999", width=1, dash="3 5")
+    d.polyline([(400, 14), (400, 572)], stroke="#999999", width=1, dash="3 5")
     for cx in (left, right):
         d.text(cx, 68, "x  (B, Lq, d_model)", size=12.5, mono=True)
 
@@ -45,7 +45,7 @@ def packed_projections():
     d.text(left, top + side + 36, "three matrix multiplications", size=12, color=MUTED)
     qkv_y = 356
     for cx, name in zip(xs, "qkv"):
-        d.arrow([(cx, top + side + 50), (cx, qkv_y)], head=6)
+        d.arrow([(cx, top + side + 50), (cx, qkv_y)], head=6, label=f"w_{name}(x)", side="right", size=11.5)
         _tensor(d, cx - 30, qkv_y, 60, 28, name)
 
     # ---- right: one (3*d_model, d_model) matrix, one matrix multiplication, split in three
@@ -58,11 +58,12 @@ def packed_projections():
         d.text(gx - 10, y + side / 2, name, size=11.5, mono=True, anchor="end", color=MUTED)
     d.rect(gx - 2, gtop - 2, side + 4, 3 * side + 4, "none", stroke=ACCENT, width=2)
     tx = gx + side + 16
-    d.text(tx, gtop + 30, "weight = torch.cat(", size=11.5, mono=True, anchor="start")
-    d.text(tx, gtop + 46, "   [w_q, w_k, w_v])", size=11.5, mono=True, anchor="start")
-    d.text(tx, gtop + 70, "(3*d_model, d_model)", size=11.5, mono=True, anchor="start", color=ACCENT)
-    d.text(tx, gtop + 100, "one F.linear:", size=12, anchor="start", color=MUTED)
-    d.text(tx, gtop + 116, "one matrix multiplication", size=12, anchor="start", color=MUTED)
+    d.text(tx, gtop + 22, "weight = torch.cat(", size=11.5, mono=True, anchor="start")
+    d.text(tx, gtop + 38, "\u00a0\u00a0[w_q, w_k, w_v])", size=11.5, mono=True, anchor="start")  # kept indent
+    d.text(tx, gtop + 58, "(3*d_model, d_model)", size=11.5, mono=True, anchor="start", color=ACCENT)
+    d.text(tx, gtop + 76, "the biases stacked alike", size=11.5, anchor="start", color=MUTED)
+    d.text(tx, gtop + 104, "one F.linear:", size=12, anchor="start", color=MUTED)
+    d.text(tx, gtop + 120, "one matrix multiplication", size=12, anchor="start", color=MUTED)
     bar_y, bar_w = 282, 210
     bx = right - bar_w / 2
     d.arrow([(right, gtop + 3 * side + 2), (right, bar_y)], label="(B, Lq, 3*d_model)", side="right", head=6)
@@ -89,8 +90,7 @@ def packed_projections():
     out_y = 530
     for cx in (left, right):
         d.arrow([(cx, att_y + 50), (cx, out_y)], label="(B, n_heads, Lq, d_k)", side="right", head=6)
-        d.box(cx - 80, out_y, 160, 28, "heads joined, w_o", size=12.5, part="attention")
-        d.text(cx + 88, out_y + 14, "(B, Lq, d_model)", size=11.5, mono=True, color=MUTED, anchor="start")
+        d.box(cx - 90, out_y, 180, 42, "heads joined, w_o", size=12.5, part="attention", sub="-> (B, Lq, d_model)")
     return d
 
 
@@ -105,7 +105,7 @@ TWINS = [  # readable, twin, part, what they share, how they are checked (two li
 
 @diagram("ch09-fast-twins", chapter=9)
 def fast_twins():
-    d = Drawing(800, 470, "Each readable module and its fast twin, switched by use_fast_path")
+    d = Drawing(800, 474, "Each readable module and its fast twin, switched by use_fast_path")
     lx, rx, w, h = 20, 570, 210, 48
     d.text(lx + w / 2, 22, "readable", size=14, weight="bold")
     d.text(rx + w / 2, 22, "fast twin (its subclass)", size=14, weight="bold")
@@ -126,9 +126,13 @@ def fast_twins():
     for entry in TWINS:
         row(y, *entry)
         y += h + 22
-    d.rect(lx - 8, 104, 780 - lx + 16, y - 22 - 104 + 16, "none", stroke=ACCENT, width=1.2, rx=10, dash="5 4")
-    y += 20
-    d.text(400, y - 6, "not a module of the model: the training loop picks the criterion", size=12, color=MUTED)
+    box = d.rect(lx - 8, 104, 780 - lx + 16, y - 22 - 104 + 16, "none", stroke=ACCENT, width=1.2, rx=10, dash="5 4")
+    label = "the three use_fast_path switches"
+    lw = text_width(label, 12) + 16
+    d.rect(400 - lw / 2, box.y2 - 9, lw, 18, "#FFFFFF", stroke="#FFFFFF", width=0)
+    d.text(400, box.y2, label, size=12, color=ACCENT)
+    y += 24
+    d.text(400, y - 4, "not a module of the model: the training loop picks the criterion", size=12, color=MUTED)
     row(y + 10, "LabelSmoothing", "FastLabelSmoothing", "output", "smoothing, padding_idx", "loss and gradient equal",
         "closed form: no (tokens, vocab) target", dim=True)
     y += 10 + h + 34
@@ -147,8 +151,8 @@ def fast_dropout():
     scale = 65536 / (65536 - threshold)
     d.brace(x0, 40, x0 + 4 * cw, "one random int64 for every four elements", below=False, mono=False, size=12.5)
     d.rect(x0, 46, 4 * cw, 36, "#FFFFFF", stroke=INK, width=1.6)
-    d.text(x0 - 12, 64, "bits", size=12.5, mono=True, anchor="end")
-    d.text(x0 - 12, 100, ".view(int16)", size=11, mono=True, anchor="end", color=MUTED)
+    d.text(x0 - 12, 56, "bits", size=12.5, mono=True, anchor="end")
+    d.text(x0 - 12, 73, ".view(int16)", size=11, mono=True, anchor="end", color=MUTED)
     d.text(x0 - 12, 160, "keep", size=12.5, mono=True, anchor="end")
     d.text(x0 - 12, 234, "out", size=12.5, mono=True, anchor="end")
     for k, v in enumerate(values):
@@ -166,6 +170,6 @@ def fast_dropout():
         d.box(x + 15, 217, cw - 30, 34, f"x[{k}] * {scale:.3f}" if keep else "0", part="tensor", mono=True, size=12)
     d.text(x0 + 2 * cw, 280, f"p = 0.1: threshold = round(p * 65536) = {threshold}; an int16 is kept where it is "
            f">= {threshold} - 32768 = {threshold - 32768}", size=12, color=MUTED)
-    d.text(x0 + 2 * cw, 302, f"P(keep) = 1 - {threshold} / 65536; kept elements are scaled by "
+    d.text(x0 + 2 * cw, 302, f"so p becomes {threshold} / 65536 = {threshold / 65536:.6f}; kept elements are scaled by "
            f"65536 / (65536 - {threshold}) = {scale:.3f}", size=12, color=MUTED)
     return d

@@ -1,6 +1,7 @@
 # Hand-written tool module (not generated from a notebook).
-"""Chapter 10's pictures: the decoder-only model beside chapter 4's encoder-decoder, the next-token objective,
-the key/value cache with its prefill, and what temperature, top-k and top-p do to a distribution."""
+"""Chapter 10's pictures: where we are (a decoder layer without cross-attention, under the causal mask), the
+decoder-only model beside chapter 4's encoder-decoder, the next-token objective, the key/value cache with its prefill,
+and what temperature, top-k and top-p do to a distribution."""
 from __future__ import annotations
 
 import math
@@ -49,6 +50,7 @@ def decoder_only():
     d.arrow([(ex + ew / 2, 400), (ex + ew / 2, 340), (ex + ew + 18, 340), (ex + ew + 18, 420), (dx - 1, 420)],
             color=ACCENT, head=7)
     d.text(ex + ew / 2, 326, "memory (B, S, d_model)", size=11.5, mono=True, color=MUTED)
+    d.rect(ex - 16, 304, ew + 40, 314, "none", stroke=ACCENT, width=1.4, rx=12, dash="6 4")  # what GPT drops
     d.text(ex + ew / 2, 250, "GPT keeps neither", size=12, color=ACCENT)
     d.text(ex + ew / 2, 266, "the encoder nor", size=12, color=ACCENT)
     d.text(ex + ew / 2, 282, "cross-attention", size=12, color=ACCENT)
@@ -101,6 +103,68 @@ def decoder_only():
 
 
 ALLOWED = {True: PARTS["mask"][0], False: "#FFFFFF"}  # mask cells: True where attention may look
+
+
+@diagram("ch10-what-changes", chapter=10)
+def what_changes():
+    d = Drawing(800, 404, "Where we are: a decoder layer without its cross-attention is an encoder layer, "
+                          "and the causal mask makes it a decoder")
+    w, h = 200, 46  # a sublayer's box
+    ys = {"ffn": 100, "cross": 176, "self": 252}  # the three sublayers' tops, bottom up: self, cross, ffn
+    # ---- left: chapter 3's DecoderLayer, as the translator uses it
+    lc = 170
+    d.text(lc, 22, "DecoderLayer (chapter 3)", size=14, weight="bold")
+    d.text(lc, 42, "chapters 4 to 8: the translator's decoder", size=11.5, color=MUTED)
+    d.text(lc, 352, "x (B, T, d_model)", size=12, mono=True)
+    d.arrow([(lc, 340), (lc, ys["self"] + h)], head=6)
+    d.box(lc - w / 2, ys["self"], w, h, "masked self-attention", part="attention", sub="causal mask", size=12.5)
+    cross = d.box(lc - w / 2, ys["cross"], w, h, "cross-attention", part="attention", sub="k = v = memory",
+                  size=12.5, dim=True)
+    d.polyline([(cross.x + 6, cross.y + 4), (cross.x2 - 6, cross.y2 - 4)], stroke=ACCENT, width=1.6)
+    d.polyline([(cross.x + 6, cross.y2 - 4), (cross.x2 - 6, cross.y + 4)], stroke=ACCENT, width=1.6)
+    d.box(lc - w / 2, ys["ffn"], w, h, "feed-forward", part="ffn", size=12.5)
+    d.arrow([(lc, ys["self"]), (lc, ys["cross"] + h)], head=6)
+    d.arrow([(lc, ys["cross"]), (lc, ys["ffn"] + h)], head=6)
+    d.arrow([(lc, ys["ffn"]), (lc, 62)], head=6)
+    d.arrow([(14, cross.cy), (cross.x, cross.cy)], head=6, color=MUTED, dash="4 3")
+    d.text(16, cross.cy - 14, "memory", size=11, color=MUTED, anchor="start", mono=True)
+    d.text(lc, 374, "no encoder, so no memory:", size=12, color=ACCENT)
+    d.text(lc, 391, "the cross-attention goes", size=12, color=ACCENT)
+
+    # ---- the step between
+    d.arrow([(290, 199), (350, 199)], color=ACCENT, width=2, head=9)
+    # ---- middle: chapter 3's EncoderLayer, called with the causal mask
+    mc = 470
+    d.text(mc, 22, "EncoderLayer (chapter 3)", size=14, weight="bold")
+    d.text(mc, 42, "GPT's layer: norm_first=True", size=11.5, color=MUTED)
+    d.text(mc, 352, "x (B, T, d_model)", size=12, mono=True)
+    d.arrow([(mc, 340), (mc, ys["self"] + h)], head=6)
+    attn = d.box(mc - w / 2, ys["self"], w, h, "self-attention", part="attention", sub="mask from the caller",
+                 size=12.5, highlight=True)
+    d.rect(mc - w / 2, ys["cross"], w, h, "none", stroke="#BBBBBB", width=1.2, rx=6, dash="4 4")
+    d.text(mc + w / 2 - 8, ys["cross"] + h / 2, "nothing here", size=11, color=MUTED, anchor="end")
+    d.box(mc - w / 2, ys["ffn"], w, h, "feed-forward", part="ffn", size=12.5)
+    d.arrow([(mc, ys["self"]), (mc, ys["ffn"] + h)], head=6)
+    d.arrow([(mc, ys["ffn"]), (mc, 62)], label="(B, T, d_model)", side="right", head=6)
+    d.text(mc, 374, "the two sublayers that stay", size=12, color=MUTED)
+    d.text(mc, 391, "(residuals and norms not drawn)", size=12, color=MUTED)
+
+    # ---- right: the mask that makes it a decoder
+    gc, T = 15, 6
+    gx, gy = 660, 200
+    mask = [[j <= i for j in range(T)] for i in range(T)]
+    d.text(gx + T * gc / 2, gy - 34, "subsequent_mask(T)", size=12, mono=True)
+    d.text(gx + T * gc / 2, gy - 16, "key j", size=11, color=MUTED)
+    d.text(gx - 10, gy + T * gc / 2, "query i", size=11, color=MUTED, rotate=-90)
+    d.grid(gx, gy, mask, cell=gc, colors=ALLOWED, stroke="#999999")
+    d.text(gx + T * gc / 2, gy + T * gc + 14, "(1, T, T)", size=11, mono=True, color=MUTED)
+    d.text(gx + T * gc / 2, gy + T * gc + 30, "teal = True: j <= i", size=11, color=MUTED)
+    d.arrow([(gx - 22, attn.cy), (attn.x2, attn.cy)], label="mask", side="above", head=7, color=ACCENT,
+            width=1.8, mono=True, size=12)
+    d.text(gx + T * gc / 2, 92, "what makes it", size=12.5, color=ACCENT)
+    d.text(gx + T * gc / 2, 110, "a decoder:", size=12.5, color=ACCENT)
+    d.text(gx + T * gc / 2, 128, "chapter 2's causal mask", size=12.5, color=ACCENT)
+    return d
 CAPTION = ["<s>", "a", "dog", "runs", "on", "the", "grass", "</s>"]
 
 
@@ -146,9 +210,9 @@ def next_token():
     d.rect(gx, gy + 3 * gc, T * gc, gc, "none", stroke=ACCENT, width=2)
     d.text(gx + T * gc / 2, gy - 30, "subsequent_mask(T)", size=11.5, mono=True)
     d.text(gx + T * gc / 2, gy - 13, "key j", size=11, color=MUTED)
-    d.text(gx - 8, gy + T * gc / 2, "query i", size=11, color=MUTED, rotate=-90)
-    d.text(gx + T * gc / 2, gy + T * gc + 14, "(1, T, T), True:", size=11, mono=True, color=MUTED)
-    d.text(gx + T * gc / 2, gy + T * gc + 30, "j <= i", size=11, mono=True, color=MUTED)
+    d.text(gx - 10, gy + T * gc / 2, "query i", size=11, color=MUTED, rotate=-90)
+    d.text(gx + T * gc / 2, gy + T * gc + 14, "(1, T, T)", size=11, mono=True, color=MUTED)
+    d.text(gx + T * gc / 2, gy + T * gc + 30, "teal = True: j <= i", size=11, color=MUTED)
     d.text(400, 378, "lm_loss: cross-entropy of every target, padding left out; all T positions train at once",
            size=12.5, color=MUTED)
     return d
@@ -177,6 +241,7 @@ def kv_cache():
         cy = y + h / 2
         d.text(cx0, cy - 9, call, size=13, mono=True)
         d.text(cx0, cy + 10, shape, size=11, mono=True, color=MUTED)
+        d.text(cx0, cy + 27, f"t = {t} kept before", size=11, color=MUTED)
         for p in range(t + L):
             new = p >= t
             d.box(sx + p * sc + 2, cy - 15, sc - 4, 30, CAPTION[p], part="tensor", mono=True, size=12, rx=4,

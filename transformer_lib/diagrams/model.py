@@ -6,7 +6,8 @@ from transformer_lib.diagrams import diagram
 from transformer_lib.diagrams.svg import ACCENT, INK, MUTED, Drawing
 
 # the parts of Figure 1 a map can point at
-PARTS_OF_FIGURE_1 = {"embed", "tgt_embed", "pos", "self_attn", "masked_attn", "cross_attn", "ffn", "norm", "generator"}
+PARTS_OF_FIGURE_1 = {"embed", "tgt_embed", "pos", "self_attn", "masked_attn", "cross_attn", "ffn", "norm", "dec_ffn",
+                     "dec_norm", "generator"}
 
 
 def figure1(highlight=None, title="The Transformer (Figure 1 of the paper, redrawn)", caption=None) -> Drawing:
@@ -78,12 +79,12 @@ def figure1(highlight=None, title="The Transformer (Figure 1 of the paper, redra
     d.text(dec.x + 12, dec.y + 18, "Decoder", size=14, weight="bold", anchor="start")
     m_attn = block(dec_x, 524, "masked_attn", "attention", "Masked multi-head attention", "causal: sees j <= i",
                    h=44)
-    d_norm1 = block(dec_x, 466, "norm", "norm", "Add & norm")
+    d_norm1 = block(dec_x, 466, "dec_norm", "norm", "Add & norm")
     c_attn = block(dec_x, 390, "cross_attn", "attention", "Multi-head attention", "q: decoder; k = v: memory",
                    h=44)
-    d_norm2 = block(dec_x, 332, "norm", "norm", "Add & norm")
-    d_ffn = block(dec_x, 256, "ffn", "ffn", "Feed forward", "d_model -> d_ff -> d_model", h=44)
-    d_norm3 = block(dec_x, 198, "norm", "norm", "Add & norm")
+    d_norm2 = block(dec_x, 332, "dec_norm", "norm", "Add & norm")
+    d_ffn = block(dec_x, 256, "dec_ffn", "ffn", "Feed forward", "d_model -> d_ff -> d_model", h=44)
+    d_norm3 = block(dec_x, 198, "dec_norm", "norm", "Add & norm")
     d.arrow([pe2.top, m_attn.bottom], label="(B, Lt, d_model)", side="left", label_at=0.2)
     residual(dec_x, 586, d_norm1.cy, "right")
     d.arrow([m_attn.top, d_norm1.bottom], head=6)
@@ -104,7 +105,7 @@ def figure1(highlight=None, title="The Transformer (Figure 1 of the paper, redra
     d.arrow([d_norm3.top, lin.bottom], label="(B, Lt, d_model)", side="right")
     d.arrow([lin.top, soft.bottom], head=6)
     d.arrow([soft.top, (soft.cx, 8)], head=6)
-    d.text(soft.x - 10, 22, "(B, Lt, tgt_vocab) log-probabilities", size=11.5, mono=True, color=MUTED, anchor="end")
+    d.text(soft.cx - 8, 20, "(B, Lt, tgt_vocab) log-probabilities", size=11.5, mono=True, color=MUTED, anchor="end")
     if caption:
         d.text(410, 808, caption, size=14, color=ACCENT, weight="bold")
     return d
@@ -118,9 +119,10 @@ def figure_1_model():
 MAPS = {
     1: ({"embed", "tgt_embed", "pos"}, "Chapter 1 builds the embeddings and positional encodings"),
     2: ({"self_attn", "masked_attn", "cross_attn"}, "Chapter 2 builds attention, used three ways"),
-    3: ({"self_attn", "masked_attn", "cross_attn", "ffn", "norm"}, "Chapter 3 wraps attention into the layers"),
-    5: ({"generator"}, "Chapter 5 trains the whole model through its output layer"),
-    7: ({"masked_attn", "cross_attn", "generator", "tgt_embed"},
+    3: ({"self_attn", "masked_attn", "cross_attn", "ffn", "norm", "dec_ffn", "dec_norm"},
+        "Chapter 3 wraps attention into the layers"),
+    5: (None, "Chapter 5 trains the whole model, end to end"),
+    7: ({"tgt_embed", "masked_attn", "cross_attn", "dec_ffn", "dec_norm", "generator"},
         "Chapter 7 runs the decoder one token at a time"),
 }
 

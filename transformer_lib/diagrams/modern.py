@@ -1,12 +1,13 @@
 # Hand-written tool module (not generated from a notebook).
-"""Chapter 11's pictures: RMSNorm against layer norm, SwiGLU against the ReLU feed-forward network, rotary
-positions as rotations of pairs, and grouped-query attention's shared key/value heads."""
+"""Chapter 11's pictures: the 2017 block beside today's with the five changes numbered, RMSNorm against layer norm,
+SwiGLU against the ReLU feed-forward network, rotary positions as rotations of pairs, and grouped-query attention's
+shared key/value heads."""
 from __future__ import annotations
 
 import math
 
 from transformer_lib.diagrams import diagram
-from transformer_lib.diagrams.svg import ACCENT, INK, MUTED, PARTS, Drawing, shade
+from transformer_lib.diagrams.svg import ACCENT, INK, MUTED, PARTS, Drawing, shade, text_width
 
 X = [3.8, 2.1, 4.6, 2.9, 3.3, 1.7, 4.1, 2.5]  # a vector whose mean is far from zero, where the two norms differ
 
@@ -38,8 +39,8 @@ def norms():
 
     def step(x1, x2, y, op):
         d.arrow([(x1 + 4, y + 42), (x2 - 4, y + 42)], head=7)
-        w = max(120, len(op) * 7.2 + 20)
-        d.box((x1 + x2) / 2 - w / 2, y + 26, w, 32, op, part="norm", mono=True, size=11.5)
+        w = max(96, text_width(op, 11.5, mono=True) + 16)
+        d.box((x1 + x2) / 2 - w / 2, y + 28, w, 28, op, part="norm", mono=True, size=11.5)
 
     def last(y, op, params):
         d.text(cols[2] + 118, y + 30, op, size=12, mono=True, anchor="start")
@@ -61,8 +62,8 @@ def norms():
     step(cols[0] + 104, cols[2], y, "/ sqrt(mean(x^2) + eps)")
     _bars(d, cols[2], y, rmsed, unit, label="mean(x^2) = 1, mean kept")
     last(y, "* weight", "weight only")
-    d.text(400, 326, "two reductions (mean, variance) against one (the mean of squares); no bias",
-           size=12, color=MUTED)
+    d.text(400, 326, "over the last dimension, (..., d_model) in and out: two reductions (mean, variance) "
+           "against one (the mean of squares)", size=12, color=MUTED)
     return d
 
 
@@ -151,8 +152,17 @@ def rope():
         d.text(x0 - 38, cy - 8, f"pair {i}", size=12, anchor="end")
         d.text(x0 - 38, cy + 9, f"\u03c9_{i} = {omega:g}", size=11, mono=True, anchor="end", color=MUTED)
         for p in range(5):
-            _pair(d, x0 + p * step, cy, r, [start + p * omega], [ACCENT if p else INK], width=1.8)
-    d.text(x0 + 2 * step - 30, y0 + 4 * 72 - 18, "angle p * \u03c9_i, \u03c9_i = 10000^(-2i / d_k), d_k = 8", size=11.5,
+            px = x0 + p * step
+            _pair(d, px, cy, r, [], [])
+            if p:  # where the pair pointed at p = 0, to see how far it turned
+                d.polyline([(px, cy), (px + r * math.cos(start), cy - r * math.sin(start))], stroke=MUTED, width=1.2,
+                           dash="3 2")
+            a = start + p * omega
+            d.arrow([(px, cy), (px + r * math.cos(a), cy - r * math.sin(a))], color=ACCENT if p else INK, width=1.8,
+                    head=7)
+    d.text(x0 + 2 * step - 20, y0 + 4 * 72 - 22, "pair i = dimensions (2i, 2i + 1), turned by p * \u03c9_i",
+           size=11.5, color=MUTED)
+    d.text(x0 + 2 * step - 20, y0 + 4 * 72 - 4, "\u03c9_i = 10000^(-2i / d_k), d_k = 8; dashed: p = 0", size=11.5,
            mono=True, color=MUTED)
     d.polyline([(460, 14), (460, 416)], stroke="#999999", width=1, dash="3 5")
 
@@ -208,12 +218,102 @@ def gqa():
             d.polyline([(x + hw / 2, qy + 30), (kx, ky)], stroke=MUTED, width=1.2)
         for kv in range(g):
             x = qx + kv * (kv_w + hgap)
-            d.box(x, ky, kv_w, 30, "k, v" if kv_w > 40 else str(kv), part="tensor", size=11.5, rx=3,
-                  mono=kv_w <= 40)
+            d.box(x, ky, kv_w, 30, f"k, v head {kv}" if kv_w > 40 else str(kv), part="tensor", size=11.5, rx=3,
+                  mono=True)
         d.text(cx, ky + 46, "k, v (B, n_kv_heads, T, d_k)", size=11, mono=True, color=MUTED)
         d.text(cx, ky + 76, "cache per token and layer:", size=12)
         d.text(cx, ky + 96, f"2 * {g} * d_k" + ("" if g == n_heads else f", {n_heads // g}x smaller"), size=12,
                mono=True, color=ACCENT if g < n_heads else INK)
     d.text(400, 336, "query head j reads key/value head j // group: k.repeat_interleave(group, 1), not k.repeat(...)",
            size=12, color=MUTED)
+    return d
+
+
+CHANGES = [  # (number, the BlockConfig switch, what it changes): the five changes of the chapter, in its order
+    (1, 'norm="rms"', "RMSNorm: no mean, no bias (section 1)"),
+    (2, 'ffn="swiglu"', "a gated feed-forward, same weights (section 2)"),
+    (3, 'positions="rope"', "q and k rotated; nothing added to x (section 3)"),
+    (4, "n_kv_heads=2", "fewer key/value heads, a smaller cache (section 4)"),
+    (5, "bias=False", "no bias in any Linear (section 5)"),
+]
+
+
+def _mark(d: Drawing, x, y, n):
+    """A change's number: a small accent disc."""
+    d.circle(x, y, 9, ACCENT, stroke=ACCENT, width=1)
+    d.text(x, y, str(n), size=11.5, weight="bold", color="#FFFFFF")
+
+
+def _residual(d: Drawing, x_out, cx, y_from, y_to):
+    """The residual path: from the stream at (cx, y_from) out to x_out, up to y_to, into the plus at (cx, y_to)."""
+    d.polyline([(cx, y_from), (x_out, y_from), (x_out, y_to), (cx - 18, y_to)], width=1.3)
+    d.path(f"M {cx - 10} {y_to} l -8 -4 l 0 8 Z", fill=INK, width=1)
+
+
+@diagram("ch11-modern-block", chapter=11)
+def modern_block():
+    d = Drawing(800, 782, "Chapter 10's block and today's, side by side, each of the five changes numbered")
+    w = 220
+    d.text(175, 20, "chapter 10's GPT: the 2017 block", size=14, weight="bold")
+    d.text(175, 40, "BlockConfig defaults (pre-norm)", size=11.5, color=MUTED)
+    d.text(575, 20, "today's block", size=14, weight="bold")
+    d.text(575, 40, "every BlockConfig switch on", size=11.5, color=MUTED)
+    d.polyline([(380, 12), (380, 650)], stroke="#999999", width=1, dash="3 5")
+    for cx, modern in ((175, False), (575, True)):
+        x = cx - w / 2
+        hl = modern  # the changed parts are outlined in the accent on the right
+        norm_name = "RMSNorm" if modern else "LayerNorm"
+        stack = d.rect(x - 34, 190, w + 80, 320, "#F7F7F7", stroke="#999999", rx=10)  # the n_layers blocks
+        d.text(stack.x + 8, 205, "n_layers x", size=12.5, weight="bold", anchor="start")
+        # bottom up: tokens, embedding, positions
+        d.text(cx, 640, "tokens (B, T)", size=12, mono=True)
+        d.arrow([(cx, 628), (cx, 606)], head=6)
+        d.box(x, 570, w, 36, "embed", part="embed", sub="TokenEmbedding: x sqrt(d_model)", size=12.5, mono=True)
+        if modern:
+            d.arrow([(cx, 570), (cx, 478)], head=6, label="(B, T, d_model)", side="right", label_at=0.48)
+            d.text(cx - 12, 546, "no positions added", size=11.5, color=ACCENT, anchor="end")
+            _mark(d, cx - 26 - text_width("no positions added", 11.5), 546, 3)
+        else:
+            plus = d.plus(cx, 546)
+            d.arrow([(cx, 570), (cx, 556)], head=6)
+            sx = x - 30
+            d.circle(sx, 546, 13, "#FFFFFF")
+            d.path(f"M {sx - 9} 546 q 4.5 -11 9 0 t 9 0", width=1.3)
+            d.text(sx, 572, "sinusoids", size=11, color=MUTED)
+            d.arrow([(sx + 13, 546), (cx - 10, 546)], head=6)
+            d.arrow([plus.top, (cx, 478)], head=6, label="(B, T, d_model)", side="right", label_at=0.17)
+        n1 = d.box(x, 450, w, 28, norm_name, part="norm", size=12.5, mono=True, highlight=hl)
+        attn_sub = "RoPE on q, k; fewer k, v heads" if modern else "n_heads heads for q, k and v"
+        attn = d.box(x, 384, w, 46, "masked self-attention", part="attention", sub=attn_sub, size=12.5,
+                     highlight=hl)
+        p1 = d.plus(cx, 362)
+        n2 = d.box(x, 312, w, 28, norm_name, part="norm", size=12.5, mono=True, highlight=hl)
+        ffn = d.box(x, 246, w, 46, "SwiGLU" if modern else "FeedForward", part="ffn", mono=True, size=12.5,
+                    sub="w_2(silu(w_1 x) * w_3 x)" if modern else "w_2(relu(w_1 x))", highlight=hl)
+        p2 = d.plus(cx, 224)
+        d.arrow([n1.top, attn.bottom], head=6)
+        d.arrow([attn.top, (cx, 372)], head=6)
+        d.arrow([p1.top, n2.bottom], head=6)
+        d.arrow([n2.top, ffn.bottom], head=6)
+        d.arrow([ffn.top, (cx, 234)], head=6)
+        _residual(d, x - 18, cx, 494, 362)
+        _residual(d, x - 18, cx, 346, 224)
+        fin = d.box(x, 144, w, 28, norm_name + " (final)", part="norm", size=12.5, mono=True, highlight=hl)
+        d.arrow([p2.top, fin.bottom], head=6)
+        head = d.box(x, 84, w, 40, "lm_head", part="output", sub="tied to embed, no bias", size=12.5, mono=True)
+        d.arrow([fin.top, head.bottom], head=6)
+        d.arrow([head.top, (cx, 56)], head=6, label="(B, T, vocab_size)", side="right")
+        if modern:
+            mx = x + w + 22  # the numbers, right of the boxes
+            for box, numbers in ((n1, [1]), (attn, [3, 4]), (n2, [1]), (ffn, [2]), (fin, [1])):
+                for k, n in enumerate(numbers):
+                    _mark(d, mx, box.cy + 11 * (2 * k - len(numbers) + 1), n)
+            d.text(stack.x2 - 30, 205, "every Linear: no bias", size=11.5, color=ACCENT, anchor="end")
+            _mark(d, stack.x2 - 16, 205, 5)
+    # the legend: each switch and what it changes
+    for k, (n, switch, what) in enumerate(CHANGES):
+        y = 676 + k * 22
+        _mark(d, 150, y, n)
+        d.text(166, y, switch, size=12, mono=True, anchor="start")
+        d.text(310, y, what, size=12, anchor="start", color=MUTED)
     return d

@@ -63,27 +63,28 @@ def teacher_forcing():
     # ---- right: inference, one token per step
     d.text(615, 22, "Inference: greedy_decode", size=14, weight="bold")
     d.text(615, 42, "one token per step, each prediction fed back", size=12, color=MUTED)
-    d.box(440, 62, 350, 40, "memory = model.encode(src, src_mask)", part="plain", mono=True, size=11.5,
+    d.box(440, 60, 350, 44, "memory = model.encode(src, src_mask)", part="plain", mono=True, size=13,
           sub="(B, Ls, d_model), computed once")
-    cell, gap, x1 = 36, 40, 474
+    cell, gap, x1 = 36, 40, 470
     rows = [140, 222, 304]
     made = ["a", "b", "c"]
     d.text(x1 + 58, 122, "ys (B, t)", size=11.5, mono=True, color=MUTED)
-    d.text(772, 122, "(B,)", size=11.5, mono=True, color=MUTED)
+    d.text(778, 122, "(B,)", size=11.5, mono=True, color=MUTED)
     for t, y in enumerate(rows, 1):
         d.text(424, y + 16, f"t = {t}", size=12, anchor="start", color=MUTED)
         for k, tok in enumerate(["<s>", *made[:t - 1]]):
             d.box(x1 + k * gap, y, cell, 32, tok, part="tensor", mono=True, size=12,
                   highlight=(k == t - 1 and t > 1))
-        dec = d.box(606, y - 4, 134, 40, "decode(memory, ys)", part="plain", mono=True, size=10.5,
-                    sub="generator(out[:, -1])")
+        dec = d.rect(598, y - 6, 152, 44, "#FFFFFF", stroke=PARTS["plain"][1], width=1.3, rx=6)
+        d.text(dec.cx, dec.cy - 8, "decode(memory, ys)", size=12, mono=True)
+        d.text(dec.cx, dec.cy + 9, "generator(out[:, -1])", size=11, mono=True, color=MUTED)
         d.arrow([(x1 + (t - 1) * gap + cell + 2, y + 16), (dec.x, y + 16)], head=6)
-        d.arrow([(dec.x2, y + 16), (752, y + 16)], head=6)
-        d.box(754, y, 36, 32, made[t - 1], part="tensor", mono=True, size=12, highlight=True)
+        d.arrow([(dec.x2, y + 16), (758, y + 16)], head=6)
+        d.box(760, y, 36, 32, made[t - 1], part="tensor", mono=True, size=12, highlight=True)
         if t < len(rows):  # the new token is appended to ys for the next step
             nxt = x1 + t * gap + cell / 2
-            mid = (y + 32 + rows[t]) / 2
-            d.arrow([(772, y + 32), (772, mid), (nxt, mid), (nxt, rows[t])], color=ACCENT, head=6)
+            mid = (y + 38 + rows[t]) / 2
+            d.arrow([(778, y + 32), (778, mid), (nxt, mid), (nxt, rows[t])], color=ACCENT, head=6)
     d.text(615, 370, "out (B, t, d_model); generator(out[:, -1]) (B, V)", size=11.5, mono=True, color=MUTED)
     d.text(615, 388, "argmax -> next_token (B,); cat -> ys (B, t + 1)", size=11.5, mono=True, color=MUTED)
     d.text(615, 422, "up to max_len steps, each a decoder pass over ys", size=12, color=MUTED)
@@ -119,11 +120,11 @@ def label_smoothing():
     panel(50, onehot, "One-hot target", "all of the probability on the right id")
     panel(440, smooth, "Smoothed target, smoothing 0.4", "what LabelSmoothing compares the model with")
     d.polyline([(410, 14), (410, 326)], stroke="#CCCCCC", width=1)
-    d.text(440 + target * step + bar + 10, base - (1 - eps) * scale + 8, "1 - 0.4 on the target", size=12,
+    d.text(440 + target * step + bar + 10, base - (1 - eps) * scale + 8, "1 - 0.4 = 0.6 on the target", size=12,
            anchor="start", color=ACCENT)
-    d.text(440 + target * step + bar + 10, 180, "0.4 / (7 - 2) on each of", size=12, anchor="start")
-    d.text(440 + target * step + bar + 10, 196, "the 5 other real ids,", size=12, anchor="start")
-    d.text(440 + target * step + bar + 10, 212, "0 on padding", size=12, anchor="start")
+    d.text(440 + target * step + bar + 10, 180, "0.4 / 5 = 0.08 on each of", size=12, anchor="start")
+    d.text(440 + target * step + bar + 10, 196, "the 5 other real ids (7 - 2:", size=12, anchor="start")
+    d.text(440 + target * step + bar + 10, 212, "not the target, not padding)", size=12, anchor="start")
     d.text(400, 350, "A target that is padding (id 0) gets a row of zeros: it adds nothing to the loss.", size=12,
            color=MUTED)
     return d
@@ -151,7 +152,7 @@ def masks():
     d.text(30, 46, "(B, 1, 1, Ls): hides source padding from every query", size=12, anchor="start", color=MUTED)
     row = _mask_grid(d, 110, 80, 1, 4, lambda i, j: src[j] != "0", cell, col_labels=src)
     d.text(row.x - 12, row.cy, "src", size=11.5, mono=True, anchor="end", color=MUTED)
-    d.text(row.x2 + 14, row.cy, "keys 0 (padding) hidden", size=12, anchor="start", color=MUTED)
+    d.text(row.x2 + 14, row.cy, "the padding keys hidden", size=12, anchor="start", color=MUTED)
 
     y = 216
     d.text(30, 148, "tgt_mask = padding_mask(tgt_in, pad_idx) & subsequent_mask(Lt)", size=12.5, mono=True,
@@ -173,6 +174,9 @@ def masks():
     d.rect(c.x2 - cell, c.y, cell, 4 * cell, "none", stroke=ACCENT, width=2.4)
     d.text(c.x2 + 12, c.y2 - 30, "padding:", size=11.5, anchor="start", color=ACCENT)
     d.text(c.x2 + 12, c.y2 - 14, "never seen", size=11.5, anchor="start", color=ACCENT)
+    for g in (b, c):  # which axis is which: a row is a query position, a column a key position
+        d.text(g.cx, g.y - 30, "key j (tgt_in) \u2192", size=11.5, color=MUTED)
+        d.text(g.x - 30, g.cy, "query i \u2192", size=11.5, color=MUTED, rotate=90)
     d.legend(470, 92, [("mask", "1 = True, may attend"), ("#FFFFFF", "0 = hidden")])
     return d
 
@@ -184,12 +188,12 @@ def train_step():
     h = 52
 
     def node(x, y, w, label, sub, part="plain"):
-        return d.box(x, y, w, h, label, part=part, sub=sub, mono=True, size=12)
+        return d.box(x, y, w, h, label, part=part, sub=sub, mono=True, size=13)
 
-    batch = node(16, 60, 140, "Batch", "src, tgt_in, tgt_out", part="tensor")
+    batch = node(10, 60, 152, "Batch", "src, tgt_in, tgt_out", part="tensor")
     model = node(190, 60, 204, "model(src, tgt_in, ...)", "log_probs (B, Lt, V)", part="output")
     loss = node(428, 60, 178, "criterion(...)", "vs tgt_out: summed loss")
-    back = node(640, 60, 144, "/ n_tokens", ".backward()")
+    back = node(640, 60, 144, "loss / n_tokens", ".backward()")
     clip = node(640, 200, 144, "clip_grad_norm_", "to norm 1.0")
     opt = node(428, 200, 178, "optimizer.step()", "then zero_grad()")
     sched = node(190, 200, 204, "scheduler.step()", "the next lr, from rate()")
@@ -204,6 +208,6 @@ def train_step():
     # the accumulation loop: more micro-batches before the step
     d.arrow([(back.cx, back.y), (back.cx, 30), (batch.cx, 30), batch.top], head=7, color=ACCENT, dash="5 4")
     d.text(410, 20, "accum_steps > 1: the next micro-batch; gradients add up", size=12, color=ACCENT)
-    d.text(400, 284, "n_tokens: the real target tokens of all the step's batches, so k micro-batches = one big batch",
-           size=12, color=MUTED)
+    d.text(400, 284, "n_tokens: the real target tokens of all the step's batches, so accum_steps micro-batches "
+           "= one big batch", size=12, color=MUTED)
     return d

@@ -29,17 +29,17 @@ def training_run() -> Drawing:
     _frame(d, 20, 108, 760, 318, "for each epoch", "train_translation")
     _frame(d, 40, 136, 720, 136, "for each batch", "train_epoch (chapter 5)")
     y = 184
-    batch = d.box(56, y, 120, 54, "batch", part="tensor", sub="_epoch_batches")
-    model = d.box(268, y, 120, 54, "model", part="attention", sub="EncoderDecoder")
-    loss = d.box(526, y, 100, 54, "loss", part="output", sub="LabelSmoothing")
+    batch = d.box(52, y, 112, 54, "batch", part="tensor", sub="_epoch_batches")
+    model = d.box(272, y, 112, 54, "model", part="output", sub="EncoderDecoder")
+    loss = d.box(526, y, 100, 54, "loss", sub="LabelSmoothing")
     step = d.box(644, y, 108, 54, "step", sub="Adam, schedule")
     d.arrow([(data.cx, data.y2), (data.cx, 88), (batch.cx, 88), batch.top], head=7)
     d.text(batch.cx + 8, 100, "train, in buckets of similar length, shuffled per epoch", size=11, anchor="start",
            color=MUTED)
     d.arrow([batch.right, model.left], head=7)
-    d.text((batch.x2 + model.x) / 2, y + 12, "src (B, S)", size=11, mono=True, color=MUTED)
-    d.text((batch.x2 + model.x) / 2, y + 42, "tgt_in (B, T)", size=11, mono=True, color=MUTED)
-    d.arrow([model.right, loss.left], label="(B, T, tgt_vocab)", side="above", size=11)
+    d.text((batch.x2 + model.x) / 2, y + 12, "src (B, Ls)", size=11, mono=True, color=MUTED)
+    d.text((batch.x2 + model.x) / 2, y + 42, "tgt_in (B, Lt)", size=11, mono=True, color=MUTED)
+    d.arrow([model.right, loss.left], label="(B, Lt, tgt_vocab)", side="above", size=11)
     d.text((model.x2 + loss.x) / 2, y + 42, "log-probabilities", size=11, color=MUTED)
     d.arrow([loss.right, step.left], head=7)
     d.arrow([(step.cx, step.y2), (step.cx, 256), (batch.cx, 256), (batch.cx, batch.y2)], color=MUTED, head=7,
@@ -58,17 +58,17 @@ def training_run() -> Drawing:
     d.text(save.cx, 404, "state.safetensors lets a stopped run resume", size=11, color=MUTED)
     # ---- after the last epoch: average, choose, ship
     last = d.box(30, 460, 170, 38, "the last epoch", part="tensor")
-    avg = d.box(30, 510, 170, 46, "average of the last", part="tensor", sub="average_last", size=12.5)
+    avg = d.box(30, 510, 170, 46, "average of the last", part="tensor", sub="average_last", size=13)
     d.arrow([(last.cx - 40, 426), (last.cx - 40, last.y)], head=7)
     d.text(last.cx - 32, 443, "after the last epoch", size=11, anchor="start", color=MUTED)
-    fin = d.box(262, 478, 240, 58, "keep the better", mono=False, sub="_finish: val BLEU, beam search")
-    kept = d.box(534, 484, 144, 46, "model.safetensors", part="tensor", size=12, mono=True)
-    test = d.box(704, 484, 80, 46, "test2016", sub="BLEU, once", size=12)
+    fin = d.box(250, 478, 226, 58, "keep the better", mono=False, sub="_finish: val BLEU, beam search")
+    kept = d.box(502, 484, 150, 46, "model.safetensors", part="tensor", size=12, mono=True)
+    test = d.box(676, 484, 108, 46, "test2016", sub="BLEU, once")
     d.arrow([last.right, (235, last.cy), (235, fin.cy - 10), (fin.x, fin.cy - 10)], head=7)
     d.arrow([avg.right, (235, avg.cy), (235, fin.cy + 10), (fin.x, fin.cy + 10)], head=7)
     d.arrow([fin.right, kept.left], head=7)
     d.arrow([kept.right, test.left], head=6)
-    d.text(kept.cx, kept.y - 14, "shipped for full: pretrained()", size=11, color=MUTED)
+    d.text(kept.cx, kept.y - 14, "shipped (full recipe): pretrained()", size=11, color=MUTED)
     return d
 
 
@@ -93,12 +93,13 @@ def _weight_space(d: Drawing, cx, cy):
     d.polyline(points, stroke=MUTED, width=1, dash="3 3")
     for (x, y), a, e in zip(points, angles, range(26, 31)):
         d.circle(x, y, 4.5, shade(0.6), stroke=INK, width=1)
-        d.text(x + 15 * math.cos(math.radians(a)), y - 13 * math.sin(math.radians(a)), str(e), size=10.5,
+        d.text(x + 15 * math.cos(math.radians(a)), y - 13 * math.sin(math.radians(a)), str(e), size=11.5,
                color=MUTED)
     mx, my = sum(p[0] for p in points) / 5, sum(p[1] for p in points) / 5
     d.circle(mx, my, 5.5, ACCENT, stroke=ACCENT)
-    d.text(mx, my + 17, "average", size=11, color=ACCENT)
-    d.text(cx, cy - 74, "in weight space (a sketch): epochs 26 to 30", size=11, color=MUTED)
+    d.text(mx, my - 13, "average", size=11.5, color=ACCENT)
+    d.text(cx, cy - 82, "in weight space (a sketch):", size=11.5, color=MUTED)
+    d.text(cx, cy - 67, "epochs 26 to 30 around a valley of the loss", size=11.5, color=MUTED)
 
 
 @diagram("ch08-checkpoint-averaging", chapter=8)
