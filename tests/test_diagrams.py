@@ -1,6 +1,7 @@
 """The book's diagrams (transformer_lib.diagrams): every one drawn from its source, parsed, rasterised and shown in
 its chapter with alt text; stale, broken or missing pictures are named; one palette and one font."""
 import base64
+from collections import Counter
 import io
 import re
 import shutil
@@ -176,3 +177,41 @@ def test_book_check_fails_on_a_stale_picture(copy, capsys):
     svg.write_text(svg.read_text(encoding="utf-8").replace("</svg>", "<!-- edited --></svg>"), encoding="utf-8")
     assert bk.main(["--root", str(copy.root), "check"]) == 1
     assert f"{svg.relative_to(copy.root)}: stale" in capsys.readouterr().err
+
+
+# ---- numbers a picture shows are the numbers its chapter computes
+
+
+def _output_of(notebook: str, marker: str) -> str:
+    nb = nbformat.read(ROOT / "notebooks" / notebook, as_version=4)
+    cell = next(c for c in nb.cells if c.cell_type == "code" and marker in c.source)
+    return "".join(o.get("text", "") for o in cell.outputs)
+
+
+def test_chapter_2s_causal_picture_shows_the_weights_its_cell_prints():
+    from transformer_lib.diagrams.attention import CAUSAL_WEIGHTS
+
+    printed = _output_of("02_attention.ipynb", "weights_causal = hidden.softmax").splitlines()[1:7]
+    rows = [[float(v) for v in line.split()[1:]] for line in printed]
+    assert [row[:i + 1] for i, row in enumerate(rows)] == CAUSAL_WEIGHTS
+    assert all(v == 0 for i, row in enumerate(rows) for v in row[i + 1:])  # the picture's blank upper triangle
+
+
+def test_chapter_6s_pipeline_picture_shows_the_pieces_and_ids_its_chapter_makes():
+    from transformer_lib.data import BPE, SubwordTokenizer, Tokenizer, Vocab, learn_bpe, pre_tokens
+    from transformer_lib.diagrams.data import PAD_ID, PIECES, ROWS, SENTENCE
+    from transformer_lib.multi30k import DataUnavailable, load_multi30k
+
+    assert f"{sum(PIECES, [])}" in _output_of("06_data.ipynb", "bpe = BPE(merges")
+    try:  # the ids are those of the chapter's vocabulary, learned from Multi30k's training split
+        train = load_multi30k("train", download=False)
+    except DataUnavailable as err:
+        pytest.skip(f"the ids need Multi30k, which is not here ({err}); the pieces were checked")
+    tok_de, tok_en = Tokenizer("de"), Tokenizer("en")
+    counts = Counter(w for de, en in train for w in [*pre_tokens(tok_de, de), *pre_tokens(tok_en, en)]
+                     if w != Vocab.UNK)
+    bpe = BPE(learn_bpe(counts, 8000), "".join({c for w in counts for c in w if c != "\u2581"} | {" "}))
+    vocab, sub_en = bpe.vocab(), SubwordTokenizer("en", bpe)
+    assert sub_en(SENTENCE) == sum(PIECES, [])
+    sentences = [SENTENCE, "Two dogs play in the snow.", "A dog runs."]
+    assert [vocab.encode(sub_en(s), add_bos_eos=True) for s in sentences] == ROWS and vocab.pad_idx == PAD_ID

@@ -177,7 +177,8 @@ def step_projections():
     return d
 
 
-# the weights step 5's cell prints (seed 0, to_q and to_k of step 4): each row sums to 1, 0 above the diagonal
+# the weights step 5's cell prints (seed 0, to_q and to_k of step 4): each row sums to 1, 0 above the diagonal;
+# tests/test_diagrams.py checks them against that cell's committed output
 CAUSAL_WEIGHTS = [[1.00],
                   [0.49, 0.51],
                   [0.32, 0.32, 0.36],

@@ -22,6 +22,7 @@ PIECES = [["a"], ["\u2581dach", "sh", "und"], ["\u2581is"], ["\u2581sniff", "ing
           ["\u2581snow", "man"], ["."]]
 # ids of <s>, the pieces and </s> in section 4's shared vocabulary (8,000 merges learned on Multi30k's training
 # split); two shorter sentences share the batch: "Two dogs play in the snow." and "A dog runs."
+# tests/test_diagrams.py learns that vocabulary again and checks these ids, and the pieces against the chapter's output
 ROWS = [[2, 36, 2500, 483, 226, 197, 7450, 158, 110, 553, 564, 17, 3],
         [2, 271, 927, 273, 159, 181, 553, 17, 3],
         [2, 36, 340, 1357, 17, 3]]
