@@ -13,7 +13,7 @@ of them; the table gives medians and the spread of the rounds, and each ratio co
 (ours in bf16 against nn.Transformer in bf16). Matrix multiplication FLOPs are counted from the shapes, so each
 result is also a share of the matmul peak of its dtype, measured at the model's own matrix shapes. The machine,
 the thread count and the load average are printed and recorded. `--record` writes the results to
-benchmarks/speed.json, from which `python -m transformer_lib.book readme` renders the README's speed table.
+benchmarks/speed.json, from which `python -m transformer_lib.book readme` renders the speed table of docs/speed.md.
 """
 from __future__ import annotations
 
@@ -228,7 +228,7 @@ def _run(args) -> int:
     record["decoding"] = {"sentences": int(src.size(0)), "tokens": 50, "recompute_s": round(slow, 3),
                           "cache_s": round(fast, 3), "identical": same}
     if args.record:
-        save_record(args.record, record, "; `python -m transformer_lib.book readme` puts it into the README")
+        save_record(args.record, record, "; `python -m transformer_lib.book readme` puts it into docs/speed.md")
     return 0 if same else 1
 
 

@@ -28,11 +28,11 @@ def markdown(chapter_number: int) -> str:
 
 def test_the_readme_blocks_are_rendered_from_the_recorded_results():
     assert claims.readme_problems(BOOK) == []
-    text = (ROOT / "README.md").read_text()
-    for name in claims.BLOCKS:  # every block is in the README, and none is empty
-        block = re.search(rf"<!-- begin {name} \(python -m transformer_lib.book readme\) -->\n(.*?)<!-- end {name} -->",
-                          text, re.S)
-        assert block and block.group(1).strip(), name
+    texts = [(ROOT / name).read_text() for name in claims.DOCUMENTS]  # the README and the docs/ pages it links to
+    for name in claims.BLOCKS:  # every block is in exactly one of them, and none is empty
+        pattern = rf"<!-- begin {name} \(python -m transformer_lib.book readme\) -->\n(.*?)<!-- end {name} -->"
+        blocks = [block for text in texts for block in re.findall(pattern, text, re.S)]
+        assert len(blocks) == 1 and blocks[0].strip(), name
 
 
 def test_book_readme_check_exits_0_on_the_committed_readme():
@@ -46,12 +46,12 @@ def test_book_readme_check_exits_0_on_the_committed_readme():
 
 
 def test_a_stale_readme_block_is_reported_and_rendering_restores_it():
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "commands.md").read_text()  # where the copy task's block lives
     altered = text.replace("exact-sequence accuracy on 1,000 held-out sequences",
                            "exact-sequence accuracy on 999 held-out sequences")
     assert altered != text
-    problems = claims.readme_problems(BOOK, altered)
-    assert problems == ["README.md: block 'copy-task' disagrees with the recorded results; "
+    problems = claims.readme_problems(BOOK, altered, "docs/commands.md")
+    assert problems == ["docs/commands.md: block 'copy-task' disagrees with the recorded results; "
                         "run `python -m transformer_lib.book readme`"]
     assert claims.render_blocks(BOOK, altered) == text
 
@@ -121,9 +121,10 @@ def test_chapter_9_fast_path_is_faster_in_its_run_and_matmuls_take_half_to_two_t
 def test_no_measured_speed_or_time_is_written_into_prose():
     """Ratios like 5.7x and times like 37 s are rendered from outputs, never typed into Markdown or the README."""
     measured = re.compile(r"\b\d+(\.\d+)?x\b(?! ?\d)|\b\d+(\.\d+)? ?(s|seconds|ms)\b(?!\w)")
-    readme = re.sub(r"<!-- begin ([\w-]+) .*?<!-- end \1 -->", "", (ROOT / "README.md").read_text(), flags=re.S)
-    readme = re.sub(r"```.*?```", "", readme, flags=re.S)
-    texts = {"README.md (outside generated blocks)": readme}
+    texts = {}
+    for name in claims.DOCUMENTS:  # the README and the docs/ pages it links to
+        text = re.sub(r"<!-- begin ([\w-]+) .*?<!-- end \1 -->", "", (ROOT / name).read_text(), flags=re.S)
+        texts[f"{name} (outside generated blocks)"] = re.sub(r"```.*?```", "", text, flags=re.S)
     texts.update({c.file: markdown(n) for n, c in enumerate(BOOK.chapters, 1)})
     for where, text in texts.items():
         hits = [m.group(0) for m in measured.finditer(text)]

@@ -205,7 +205,7 @@ def test_the_speed_benchmark_runs_and_prints_its_table(capsys, monkeypatch, tmp_
     for row in ("nn.Transformer (fp32)", "ours, readable (fp32)", "ours, fast path (fp32)", "matmul peak,  float32",
                 "identical output: True"):
         assert row in out
-    recorded = json.loads(record.read_text())  # what the README's speed table is rendered from
+    recorded = json.loads(record.read_text())  # what the speed table of docs/speed.md is rendered from
     assert [v["name"] for v in recorded["variants"]][:3] == ["nn.Transformer (fp32)", "ours, readable (fp32)",
                                                             "ours, fast path (fp32)"]
     assert recorded["variants"][0]["ratio"] == 1.0 and recorded["decoding"]["identical"] is True

@@ -1,4 +1,4 @@
-"""Running the book, and running a chapter again, leaves the repository clean and writes only where the README says;
+"""Running the book, and running a chapter again, leaves the repository clean and writes only where docs/robustness.md says;
 a chapter whose work does not depend on the budget comes out byte-identical the second time.
 
 The run happens in a copy of this checkout (its files as they are now, committed in a fresh git repository), with
@@ -12,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Where a run may leave files outside the repository: the book's own cache (Multi30k, documented in the README),
+# Where a run may leave files outside the repository: the book's own cache (Multi30k, documented in docs/running.md),
 # and the folders Jupyter, IPython and matplotlib keep in every user's home.
 ALLOWED_IN_HOME = (".cache/transformer_lib", ".cache/matplotlib", ".config/matplotlib", ".local/share/jupyter",
                    ".ipython", ".jupyter")

@@ -3,7 +3,7 @@
 
     python -m transformer_lib.book export          # notebooks -> transformer_lib/<module>.py
     python -m transformer_lib.book check           # exit 1 when the two disagree
-    python -m transformer_lib.book readme [--check]  # README's generated blocks <- recorded results (claims.py)
+    python -m transformer_lib.book readme [--check]  # generated blocks of README and docs/ <- recorded results
     python -m transformer_lib.book run [--budget smoke|cpu|full] [--record] [CHAPTER ...]
     python -m transformer_lib.book figures [CHAPTER ...]  # redraw the diagrams (transformer_lib.diagrams)
 
@@ -522,14 +522,14 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("export", help="write the package modules from the notebooks")
     sub.add_parser("check", help="exit 1 when the package and the notebooks disagree")
-    readme_p = sub.add_parser("readme", help="rewrite the README's generated blocks from the recorded results")
+    readme_p = sub.add_parser("readme", help="rewrite the generated blocks of README.md and docs/ from the recorded results")
     readme_p.add_argument("--check", action="store_true", help="change nothing; exit 1 when a block is stale")
     run_p = sub.add_parser("run", help="execute chapters in order and save them with outputs")
     run_p.add_argument("--budget", choices=[*BUDGETS, "auto"], default=None,
                        help=f"run budget (default: ${BUDGET_ENV}, else book.yml default_budget)")
     run_p.add_argument("--timeout", type=_positive_seconds, default=1800, help="seconds a cell may run (default 1800)")
     run_p.add_argument("--record", action="store_true",
-                       help="write each chapter's time to docs/runs.json (the README's run-time table)")
+                       help="write each chapter's time to docs/runs.json (the run-time table of docs/running.md)")
     run_p.add_argument("chapters", nargs="*", help="chapter numbers, file stems or module names (default: all)")
     fig_p = sub.add_parser("figures", help="redraw the diagrams into docs/figures/ and into their chapters")
     fig_p.add_argument("chapters", nargs="*", help="only these chapters' notebooks (default: all)")
@@ -559,9 +559,9 @@ def main(argv: list[str] | None = None) -> int:
                 if problems:
                     print("\n".join(problems), file=sys.stderr)
                     return 1
-                print("README.md: generated blocks agree with the recorded results")
+                print("README.md and docs/: generated blocks agree with the recorded results")
             else:
-                print("README.md: generated blocks " + ("rewritten" if write_readme(book) else "already current"))
+                print("README.md and docs/: generated blocks " + ("rewritten" if write_readme(book) else "already current"))
         elif args.command == "figures":
             from transformer_lib.diagrams import sync_figures
 

@@ -1,7 +1,7 @@
 # Hand-written tool module (not generated from a notebook).
 """Numbers the book quotes, read from where they were measured.
 
-Three kinds of record hold every measured number the README quotes:
+Three kinds of record hold every measured number the README and its documents in docs/ quote:
 
 * results that chapters show with `runtime.report(name, text, **values)`: the values ride in the output's metadata
   of the committed notebook (`notebook_results`);
@@ -9,9 +9,10 @@ Three kinds of record hold every measured number the README quotes:
   (`recorded_runs`);
 * the speed benchmark's last recorded run, `python benchmarks/speed.py --record` (benchmarks/speed.json).
 
-`python -m transformer_lib.book readme` rewrites the README's generated blocks, each between
-`<!-- begin NAME (python -m transformer_lib.book readme) -->` and `<!-- end NAME -->`, from those records;
-`book readme --check` and tests/test_claims.py fail while one is stale, so README and outputs cannot disagree.
+`python -m transformer_lib.book readme` rewrites the generated blocks, each between
+`<!-- begin NAME (python -m transformer_lib.book readme) -->` and `<!-- end NAME -->`, of every file in `DOCUMENTS`
+(the README and the docs/ pages it links to) from those records; `book readme --check` and tests/test_claims.py fail
+while one is stale, so the documents and the outputs cannot disagree.
 """
 from __future__ import annotations
 
@@ -24,10 +25,13 @@ import yaml
 
 from transformer_lib.runtime import RESULT_KEY
 
-__all__ = ["notebook_results", "recorded_runs", "record_run", "chapter_minutes", "render_blocks", "readme_problems",
+__all__ = ["DOCUMENTS", "notebook_results", "recorded_runs", "record_run", "chapter_minutes", "render_blocks", "readme_problems",
            "write_readme", "shipped_info", "speed_markdown", "RUNS_FILE", "SPEED_FILE", "SERVE_FILE", "serve_markdown",
            "subwords_markdown", "best_subwords", "SUBWORDS_FILE", "recipes_markdown", "recipe_runs", "RECIPES_FILE"]
 
+# The files whose generated blocks `book readme` renders and checks, relative to the book's root.
+DOCUMENTS = ("README.md", "docs/commands.md", "docs/running.md", "docs/speed.md", "docs/robustness.md",
+             "docs/making.md")
 RUNS_FILE = "docs/runs.json"
 SPEED_FILE = "benchmarks/speed.json"
 SERVE_FILE = "benchmarks/serve.json"
@@ -310,43 +314,55 @@ BLOCKS = {"run-times": _run_times, "copy-task": _copy_task, "shipped-scores": _s
           "serving": _serve_table, "subwords": _subwords_table, "recipes": _recipes_table}
 
 
-def render_blocks(book, text: str) -> str:
-    """`text` with every generated block rendered from the records."""
+def render_blocks(book, text: str, file: str = "README.md") -> str:
+    """`text` (the contents of `file`, named in errors) with every generated block rendered from the records."""
     results = notebook_results(book)
 
     def fill(match):
         name = match.group(2)
         if name not in BLOCKS:
-            raise ValueError(f"README.md: no generated block called {name!r}; known: {', '.join(BLOCKS)}")
+            raise ValueError(f"{file}: no generated block called {name!r}; known: {', '.join(BLOCKS)}")
         return match.group(1) + BLOCKS[name](book, results) + match.group(4)
 
     return _BLOCK.sub(fill, text)
 
 
-def readme_problems(book, text: str | None = None) -> list[str]:
-    """Generated blocks of the README (or of `text`) that disagree with the records (empty when all are current)."""
-    path = book.root / "README.md"
-    if text is None:
-        if not path.is_file():
-            return []
-        text = path.read_text(encoding="utf-8")
+def _problems(book, file: str, text: str) -> list[str]:
     try:
-        rendered = render_blocks(book, text)
+        rendered = render_blocks(book, text, file)
     except (KeyError, ValueError) as err:
-        return [f"README.md: cannot render its generated blocks: {err!r}"]
+        return [f"{file}: cannot render its generated blocks: {err!r}"]
     problems = []
     for have, want in zip(_BLOCK.finditer(text), _BLOCK.finditer(rendered)):
         if have.group(3) != want.group(3):
-            problems.append(f"README.md: block {have.group(2)!r} disagrees with the recorded results; "
+            problems.append(f"{file}: block {have.group(2)!r} disagrees with the recorded results; "
                             "run `python -m transformer_lib.book readme`")
     return problems
 
 
+def readme_problems(book, text: str | None = None, file: str = "README.md") -> list[str]:
+    """Generated blocks that disagree with the records (empty when all are current): those of every file in
+    `DOCUMENTS`, or, given `text`, those of `text` read as the contents of `file`."""
+    if text is not None:
+        return _problems(book, file, text)
+    problems = []
+    for name in DOCUMENTS:
+        path = book.root / name
+        if path.is_file():
+            problems += _problems(book, name, path.read_text(encoding="utf-8"))
+    return problems
+
+
 def write_readme(book) -> bool:
-    """Rewrite the README's generated blocks; True when something changed."""
-    path = book.root / "README.md"
-    text = path.read_text(encoding="utf-8")
-    rendered = render_blocks(book, text)
-    if rendered != text:
-        _write_atomic(path, rendered)
-    return rendered != text
+    """Rewrite the generated blocks of every file in `DOCUMENTS`; True when something changed."""
+    changed = False
+    for name in DOCUMENTS:
+        path = book.root / name
+        if not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8")
+        rendered = render_blocks(book, text, name)
+        if rendered != text:
+            _write_atomic(path, rendered)
+            changed = True
+    return changed

@@ -131,7 +131,7 @@ def report(name: str, text: str, **values) -> dict:
     """Show `text`, formatted with `values`, as Markdown under the cell, and record `values` as the result `name`.
 
     The values travel in the output's metadata, so the committed notebook carries the numbers its prose shows;
-    `python -m transformer_lib.book readme` renders the README's results from them, and tests check the prose
+    `python -m transformer_lib.book readme` renders the results in README.md and docs/ from them, and tests check the prose
     against them. Outside Jupyter the text is printed. Returns the values.
     """
     if not isinstance(name, str) or not name.isidentifier():
