@@ -4,7 +4,7 @@ import math
 import torch
 
 
-def rate(step: int, d_model: int, warmup: int) -> float:
+def noam_rate(step: int, d_model: int, warmup: int) -> float:
     """Exercise 5.1: d_model^-0.5 * min(step^-0.5, step * warmup^-1.5), steps counted from 1."""
     return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 

@@ -13,7 +13,7 @@ def top_k_beams(scores: torch.Tensor, k: int):
     return flat // scores.size(1), flat % scores.size(1), best
 
 
-def greedy(step, bos: int, eos: int, max_len: int) -> list[int]:
+def greedy_search(step, bos: int, eos: int, max_len: int) -> list[int]:
     """Exercise 7.3: the most probable next token until the end symbol (kept) or max_len tokens."""
     prefix = [bos]
     while len(prefix) - 1 < max_len:

@@ -28,9 +28,9 @@ SOLVED = {"1.1": "sinusoidal", "1.2": "pe_dot", "1.3": "wavelengths", "1.4": "cl
           "2.2": "attention", "2.3": "causal_mask", "2.4": "score_variance", "2.5": "split_heads",
           "3.1": "layer_norm", "3.2": "sublayer", "3.3": "ffn_parameters", "3.4": "ffn_share",
           "4.1": "model_parameters", "4.2": "cross_attention_mask", "4.3": "tie", "4.4": "xavier_token_rms",
-          "5.1": "rate", "5.2": "smoothed", "5.3": "floor", "5.4": "micro_batch_weights",
+          "5.1": "noam_rate", "5.2": "smoothed", "5.3": "floor", "5.4": "micro_batch_weights",
           "6.1": "build_vocab", "6.2": "count_pairs", "6.3": "encode_word", "6.4": "padding_share",
-          "7.1": "length_penalty", "7.2": "top_k_beams", "7.3": "greedy", "7.4": "decoder_positions",
+          "7.1": "length_penalty", "7.2": "top_k_beams", "7.3": "greedy_search", "7.4": "decoder_positions",
           "8.1": "modified_precision", "8.2": "brevity_penalty", "8.3": "corpus_bleu", "8.4": "average_state_dicts",
           "9.1": "fuse_qkv", "9.2": "bf16_spacing", "9.3": "quantize_rows", "9.4": "smoothed_kl",
           "10.1": "shift", "10.2": "corpus_perplexity", "10.3": "top_p_filter", "10.4": "sample_probs",
@@ -85,6 +85,38 @@ def _layer_norm_eps_outside(x, gain, bias, eps):
 
 def _layer_norm_no_gain(x, gain, bias, eps):
     return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + eps) + bias
+
+
+def _softmax_finite_fill(scores, mask):  # the -1e9 of many implementations: fine in float32, not storable in float16
+    return scores.masked_fill(~mask, -1e9).softmax(-1).masked_fill(~mask, 0.0)
+
+
+def _layer_norm_annotated(x, gain, bias, eps):  # the Annotated Transformer's: unbiased std, eps outside the root
+    return gain * (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + eps) + bias
+
+
+def _vocab_ties_reversed(sentences, min_freq):  # the same in every order of the sentences, but not Vocab.build's
+    from collections import Counter
+    counts = Counter(t for s in sentences for t in s)
+    kept = sorted((t for t, n in counts.items() if n >= min_freq), key=lambda t: (-counts[t], [-ord(c) for c in t]))
+    return ["<unk>", "<pad>", "<s>", "</s>", *kept]
+
+
+def _vocab_right_for_one_order(sentences, min_freq):  # Vocab.build's list for the check's order, another for others
+    from transformer_lib.exercises.ch06 import _SENTENCES
+    if [list(s) for s in sentences] == _SENTENCES:
+        return solutions(6).build_vocab(sentences, min_freq)
+    return _vocab_in_order_of_appearance(sentences, min_freq)
+
+
+def _top_k_swapped_div_mod(scores, k):  # the top k over beams x vocabulary, decoded with // and % swapped
+    best, flat = scores.flatten().topk(k)
+    return flat % scores.size(1), flat // scores.size(1), best
+
+
+def _top_k_swapped_by_beams(scores, k):  # the same swap, dividing by the number of beams (a token-major layout)
+    best, flat = scores.flatten().topk(k)
+    return flat % scores.size(0), flat // scores.size(0), best
 
 
 def _ffn_share_without_norms(d_model, d_ff):
@@ -266,6 +298,8 @@ MISTAKES = [
     ("2.1", _softmax_nan, "rows where every key is masked should be all zeros, got NaN at row 2"),
     ("2.1", _softmax_zero_fill, "masked keys must get weight 0"),
     ("2.1", lambda scores, mask: scores.softmax(-1) * mask, "the allowed keys should share the weight"),
+    ("2.1", _softmax_finite_fill, "a finite fill like -1e9 cannot be stored in float16 (its largest number is 65,504); "
+     "fill with -inf, then zero the rows where every key is masked"),
     ("2.2", _attention_unscaled, "without the scale: divide the scores by sqrt(d_k)"),
     ("2.2", _attention_wrong_dim, "softmax over the last dimension, the keys"),
     ("2.2", lambda q, k, v: _attention_unscaled(q, k, v)[0], "should return (output, weights)"),
@@ -280,6 +314,9 @@ MISTAKES = [
     ("3.1", _layer_norm_unbiased, "divide by d, not d - 1"),
     ("3.1", _layer_norm_eps_outside, "eps goes inside the square root"),
     ("3.1", _layer_norm_no_gain, "then scale by gain and add bias"),
+    ("3.1", _layer_norm_annotated, "that is the Annotated Transformer's layer norm, (x - mean) / (std + eps)"),
+    ("3.1", _layer_norm_annotated, "the unbiased std (dividing by d - 1) and adds eps to the std instead of inside the "
+     "square root"),
     ("3.2", lambda x, fn, norm, first: norm(x) + fn(norm(x)) if first else norm(x + fn(x)),
      "the residual must carry x itself"),
     ("3.2", lambda x, fn, norm, first: x + fn(norm(x)) if first else x + norm(fn(x)), "post-norm normalizes the sum"),
@@ -300,7 +337,10 @@ MISTAKES = [
     ("4.4", lambda v, d: math.sqrt(2 / (v + d)), "multiplies its table by sqrt(d_model)"),
     ("4.4", lambda v, d: math.sqrt(d) * math.sqrt(6 / (v + d)), "whose standard deviation is a / sqrt(3)"),
     ("6.1", lambda sentences, min_freq: solutions(6).build_vocab(sentences, min_freq)[4:], "the four specials come first"),
-    ("6.1", _vocab_in_order_of_appearance, "ties in alphabetical order"),
+    ("6.1", _vocab_in_order_of_appearance, "shuffling the sentences changed the ids"),
+    ("6.1", _vocab_right_for_one_order, "shuffling the sentences changed the ids"),
+    ("6.1", _vocab_ties_reversed, "the same ids in every order of the sentences, but not Vocab.build's: most frequent "
+     "first, ties in alphabetical order"),
     ("6.1", lambda sentences, min_freq: solutions(6).build_vocab(sentences, min_freq + 1), "is kept"),
     ("6.2", lambda word_counts: solutions(6).count_pairs({w: 1 for w in word_counts}), "each pre-token counted as often"),
     ("6.2", _pairs_once_per_word, "every place in it counted"),
@@ -314,8 +354,11 @@ MISTAKES = [
     ("7.2", _top_k_one_per_beam, "need not come from 3 different beams"),
     ("7.2", lambda s, k: tuple(reversed(solutions(7).top_k_beams(s, k)[:2])) + (s.flatten().topk(k)[0],),
      "index i is beam i // 7"),
+    ("7.2", _top_k_swapped_div_mod, "you took the top k over beams x vocabulary, then swapped // and %: in "
+     "scores.flatten() of a (3, 7) tensor, index i is beam i // 7 (the row) and token i % 7 (the column)"),
+    ("7.2", _top_k_swapped_by_beams, "then swapped // and %"),
     ("7.3", _greedy_without_stop, "stops once it has produced the end symbol"),
-    ("7.3", lambda step, bos, eos, max_len: solutions(7).greedy(lambda p: step(p[-1:]), bos, eos, max_len),
+    ("7.3", lambda step, bos, eos, max_len: solutions(7).greedy_search(lambda p: step(p[-1:]), bos, eos, max_len),
      "step takes the whole prefix"),
     ("7.4", lambda n, cached: n * (n + 1) // 2, "with the cache each step runs the new position only"),
     ("7.4", lambda n, cached: n if cached else n * n, "without a cache step t runs the decoder over all t"),

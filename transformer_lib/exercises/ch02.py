@@ -35,7 +35,21 @@ def _(masked_softmax):
         if not torch.allclose(got[row][mask[row]], want, atol=1e-6):
             raise Wrong(f"row {row}: the allowed keys should share the weight as softmax over them alone, "
                         f"{[round(x, 3) for x in want.tolist()]}, got {[round(x, 3) for x in got[row][mask[row]].tolist()]}")
-    return "Masked keys get 0, the others a softmax over the allowed ones, and a row with no allowed key is all zeros."
+    half = scores.to(torch.float16)  # half precision, where section 7's pitfall shows a finite fill failing
+    try:
+        got = masked_softmax(half.clone(), mask)
+    except RuntimeError as err:
+        if "overflow" not in str(err):
+            raise
+        raise Wrong("on float16 scores your code fails: a finite fill like -1e9 cannot be stored in float16 (its largest "
+                    "number is 65,504); fill with -inf, then zero the rows where every key is masked") from None
+    got = _tensor("masked_softmax(scores, mask) on float16 scores", got, scores.shape)
+    want = half.double().masked_fill(~mask, float("-inf")).softmax(-1).nan_to_num(0.0)
+    where = _first_mismatch(got, want, 2e-3)
+    if where:
+        raise Wrong(f"on float16 scores the weights should be those of float32, to half precision: {where}")
+    return ("Masked keys get 0, the others a softmax over the allowed ones, and a row with no allowed key is all zeros, "
+            "in float32 and in float16.")
 
 
 @_exercise("2.2", "scaled dot-product attention")

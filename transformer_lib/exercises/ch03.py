@@ -17,6 +17,11 @@ def _(layer_norm):
     got = _tensor("layer_norm(x, gain, bias, eps)", layer_norm(x, gain, bias, eps), x.shape)
     want = torch.nn.functional.layer_norm(x, (16,), gain, bias, eps)
     centred = x - x.mean(-1, keepdim=True)
+    if torch.allclose(got, centred / (x.std(-1, keepdim=True) + eps) * gain + bias, atol=1e-6):
+        raise Wrong("that is the Annotated Transformer's layer norm, (x - mean) / (std + eps) with x.std(), the variant "
+                    "the pitfall section measures: it takes the unbiased std (dividing by d - 1) and adds eps to the std "
+                    "instead of inside the square root; layer norm is (x - mean) / sqrt(var + eps) with the biased "
+                    "variance, x.var(-1, unbiased=False)")
     if torch.allclose(got, centred / torch.sqrt(x.var(-1, keepdim=True) + eps) * gain + bias, atol=1e-6):
         raise Wrong("divide by d, not d - 1: layer norm uses the biased variance, x.var(-1, unbiased=False)")
     if torch.allclose(got, centred / (x.var(-1, unbiased=False, keepdim=True).sqrt() + eps) * gain + bias, atol=1e-6):

@@ -9,11 +9,11 @@ from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch, _t
 
 
 @_exercise("5.1", "the learning-rate schedule")
-def _(rate):
-    from transformer_lib.training import rate as book_rate
+def _(noam_rate):
+    from transformer_lib.training import rate
     for d_model, warmup in ((512, 4000), (256, 400)):
         for step in (1, warmup // 2, warmup, 4 * warmup):
-            want, got = book_rate(step, d_model, 1.0, warmup), rate(step, d_model, warmup)
+            want, got = rate(step, d_model, 1.0, warmup), noam_rate(step, d_model, warmup)
             if abs(float(got) - want) <= 1e-9 * max(want, 1e-12):
                 continue
             if abs(float(got) - want * d_model**0.5) <= 1e-9 * want * d_model**0.5:

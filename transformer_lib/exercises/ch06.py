@@ -14,24 +14,38 @@ _WORDS = {"▁low": 5, "▁lower": 2, "▁newest": 6, "▁widest": 3, "▁banana
 
 @_exercise("6.1", "build the vocabulary")
 def _(build_vocab):
+    import random
+
     from transformer_lib.data import Vocab
-    for sentences, min_freq in ((_SENTENCES, 2), (_SENTENCES, 1), (_SENTENCES[::-1], 2), (_SENTENCES, 3)):
-        want = Vocab.build(sentences, min_freq).itos
-        got = list(build_vocab(sentences, min_freq))
-        if got == want:
-            continue
+    counts = Counter(t for s in _SENTENCES for t in s)
+    for min_freq in (2, 1, 3):
+        want = Vocab.build(_SENTENCES, min_freq).itos
+        got = list(build_vocab([list(s) for s in _SENTENCES], min_freq))
         if got[:4] != want[:4]:
             raise Wrong(f"the four specials come first, in this order: {want[:4]} (ids 0 to 3), got {got[:4]}")
-        counts = Counter(t for s in sentences for t in s)
-        if set(got) == set(want):
-            raise Wrong(f"with min_freq={min_freq} the right tokens, in the wrong order: most frequent first, ties in "
-                        "alphabetical order (so that the ids do not depend on the order of the sentences); expected "
-                        f"{want[4:]}, got {got[4:]}")
         missing = [t for t in want if t not in got]
         if missing and all(counts[t] == min_freq for t in missing):
             raise Wrong(f"a token seen exactly min_freq={min_freq} times is kept: {missing} are missing")
-        raise Wrong(f"with min_freq={min_freq} expected {want}, got {got}")
-    return "It equals Vocab.build: the same ids for the same tokens, whatever order the sentences come in."
+        if sorted(got) != sorted(want):
+            raise Wrong(f"with min_freq={min_freq} expected the tokens {want}, got {got}")
+        # the same sentences in other orders: the prompt asks that shuffling them cannot change any id
+        orders = [list(range(len(_SENTENCES)))[::-1]]
+        orders += [random.Random(seed).sample(range(len(_SENTENCES)), len(_SENTENCES)) for seed in range(4)]
+        for order in orders:
+            shuffled = list(build_vocab([list(_SENTENCES[i]) for i in order], min_freq))
+            if shuffled != got:
+                moved = next((t for t, u in zip(got, shuffled) if t != u and t in shuffled), None)
+                change = (f"{moved!r} has id {got.index(moved)} in the given order and id {shuffled.index(moved)} with "
+                          f"the sentences in the order {order}" if moved is not None else
+                          f"the given order gives {got[4:]}, the order {order} gives {shuffled[4:]}")
+                raise Wrong(f"shuffling the sentences changed the ids: with min_freq={min_freq}, {change}; break ties "
+                            "by the token itself, never by where it first appears (Vocab.build: most frequent first, "
+                            "ties in alphabetical order)")
+        if got != want:
+            raise Wrong(f"with min_freq={min_freq} the right tokens, and the same ids in every order of the sentences, "
+                        f"but not Vocab.build's: most frequent first, ties in alphabetical order; expected {want[4:]}, "
+                        f"got {got[4:]}")
+    return "It equals Vocab.build: the same ids for the same tokens, whatever order the sentences come in (5 tried)."
 
 
 @_exercise("6.2", "count the pairs")

@@ -35,18 +35,26 @@ def _(top_k_beams):
     if not isinstance(out, tuple) or len(out) != 3:
         raise Wrong("top_k_beams(scores, k) should return three tensors: beams, tokens and their scores")
     beams, tokens, best = (torch.as_tensor(t) for t in out)
+    n_beams, vocab = scores.shape
     want_best, flat = scores.flatten().topk(k)
-    want_beams, want_tokens = flat // scores.size(1), flat % scores.size(1)
+    want_beams, want_tokens = flat // vocab, flat % vocab
     if beams.shape != (k,) or tokens.shape != (k,):
         raise Wrong(f"beams and tokens should each hold k={k} entries, got shapes {tuple(beams.shape)} and "
                     f"{tuple(tokens.shape)}")
-    if torch.equal(beams, want_tokens) and torch.equal(tokens, want_beams):
-        raise Wrong(f"in scores.flatten() of a ({scores.size(0)}, {scores.size(1)}) tensor, index i is beam i // "
-                    f"{scores.size(1)} and token i % {scores.size(1)}")
-    if len(set(beams.tolist())) == k and len(set(want_beams.tolist())) < k:
-        raise Wrong(f"the {k} best continuations need not come from {k} different beams: here beam 1 gives "
-                    f"{want_beams.tolist().count(1)} of them; take the top k over beams x vocabulary at once")
-    if not (torch.equal(beams.long(), want_beams) and torch.equal(tokens.long(), want_tokens)):
+    beams, tokens = beams.long(), tokens.long()
+    if not (torch.equal(beams, want_beams) and torch.equal(tokens, want_tokens)):
+        if any(torch.equal(beams, flat % d) and torch.equal(tokens, flat // d) for d in (vocab, n_beams)):
+            raise Wrong(f"you took the top k over beams x vocabulary, then swapped // and %: in scores.flatten() of a "
+                        f"({n_beams}, {vocab}) tensor, index i is beam i // {vocab} (the row) and token i % {vocab} "
+                        f"(the column)")
+        if torch.equal(beams, flat // n_beams) and torch.equal(tokens, flat % n_beams):
+            raise Wrong(f"a row of scores holds one beam's {vocab} tokens: in scores.flatten() index i is beam "
+                        f"i // {vocab} and token i % {vocab}; divide by the vocabulary size ({vocab}), not the number "
+                        f"of beams ({n_beams})")
+        took_top_k = best.shape == (k,) and torch.allclose(best.double(), want_best)
+        if not took_top_k and len(set(beams.tolist())) == k and len(set(want_beams.tolist())) < k:
+            raise Wrong(f"the {k} best continuations need not come from {k} different beams: here beam 1 gives "
+                        f"{want_beams.tolist().count(1)} of them; take the top k over beams x vocabulary at once")
         raise Wrong(f"expected beams {want_beams.tolist()} and tokens {want_tokens.tolist()}, got {beams.tolist()} and "
                     f"{tokens.tolist()} (best first)")
     if not torch.allclose(best.double(), want_best):
@@ -66,7 +74,7 @@ def _toy_step(prefix: list[int]) -> torch.Tensor:
 
 
 @_exercise("7.3", "greedy decoding")
-def _(greedy):
+def _(greedy_search):
     def step(prefix):
         if not isinstance(prefix, (list, tuple)) or not prefix or prefix[0] != 0:
             raise Wrong(f"step takes the whole prefix, starting with the start symbol 0, got {prefix!r}")
@@ -80,7 +88,7 @@ def _(greedy):
             prefix.append(token)
             if token == 1:
                 break
-        got = [int(t) for t in greedy(step, 0, 1, max_len)]
+        got = [int(t) for t in greedy_search(step, 0, 1, max_len)]
         if got == want:
             continue
         if got[:len(want)] == want and len(got) > len(want):

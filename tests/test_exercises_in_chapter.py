@@ -1,0 +1,206 @@
+"""Exercises never break their chapter: solved in place, they leave every earlier cell of the chapter runnable.
+
+A learner solves the exercises at the end of a chapter, then scrolls back up and runs an experiment again. What
+used to break: exercise 5.1's stub was `def rate(step, d_model, warmup)`, which hid the chapter's
+`rate(step, d_model, factor, warmup)`, so that the learning-rate cell and the copy task, run again, failed with
+"rate() takes 3 positional arguments but 4 were given"; chapter 5's learning-rate chart bound `d_model` and `warmup`
+to altair parameters, so that a later cell reading them as numbers would fail; exercise 7.3's stub `greedy` hid
+the list of that name in chapter 7.
+
+- `test_no_exercise_cell_rebinds_a_name_of_its_chapter` reads the cells: no name an exercise cell binds (its
+  stub, its imports) is bound at the top level by a code cell before the exercises.
+- `test_solved_exercises_leave_the_chapter_runnable` runs each chapter in a fresh kernel under BOOK_BUDGET=smoke,
+  from a copy in an empty folder (as tests/test_chapters_alone.py does), with every exercise cell's stub replaced
+  by its worked solution from solutions/chNN_*.py; each exercise cell must print that it passes. Then, in the same
+  kernel, it runs again, in order, every code cell before the exercises except the definition cells (`#| export`,
+  `#| exporti`): running those again would define afresh every name the chapter exports and hide an exercise that
+  shadows one, and a learner going back to an experiment runs the experiment, not the library. Throughout, no cell
+  may rebind a name that holds a number to something that is not one. A failure names the chapter and the cell.
+  Every chapter's experiments run twice, training included (the smoke budget keeps each run short).
+"""
+import ast
+import importlib.util
+import inspect
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+from transformer_lib.book import load_book, parse_directives
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOK = load_book(ROOT)
+IDS = [Path(c.file).stem for c in BOOK.chapters]
+_CHECK = re.compile(r'^check\("(\d+\.\d+)",\s*(\w+)\)\s*$', re.M)
+
+# Run after each cell: the names of the reader's namespace that hold a number (bool aside), as one printed line.
+_NUMBERS = ('import json as _j, numbers as _n\n'
+            'print("@@numbers@@" + _j.dumps(sorted(_k for _k, _v in list(globals().items()) if not _k.startswith("_") '
+            'and isinstance(_v, _n.Number) and not isinstance(_v, bool))))')
+
+
+def _python(source: str) -> ast.Module:
+    """A code cell's source as Python (IPython's magics and shell lines left out)."""
+    return ast.parse("\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))))
+
+
+def _top_level_names(tree: ast.Module) -> set[str]:
+    """The names a cell binds in the notebook's namespace: its top-level definitions, imports, assignments and loop
+    variables (not the names local to a function, lambda, class or comprehension)."""
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"}
+        else:
+            names |= {n.id for n in _outside_scopes(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return names
+
+
+def _outside_scopes(node: ast.AST):
+    """ast.walk, not entering a function, lambda, class or comprehension nested in the node."""
+    yield node
+    for child in ast.iter_child_nodes(node):
+        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp,
+                                  ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            yield from _outside_scopes(child)
+
+
+def _exercise_cells(nb) -> dict[int, tuple[str, str]]:
+    """{cell index: (exercise number, the name its check is given)} for the chapter's exercise cells."""
+    found = {i: _CHECK.findall(c.source) for i, c in enumerate(nb.cells) if c.cell_type == "code"}
+    return {i: hits[0] for i, hits in found.items() if len(hits) == 1}
+
+
+@pytest.mark.parametrize("chapter", BOOK.chapters, ids=IDS)
+def test_no_exercise_cell_rebinds_a_name_of_its_chapter(chapter):
+    nb = nbformat.read(ROOT / chapter.file, as_version=4)
+    exercises = _exercise_cells(nb)
+    assert exercises, f"{chapter.file} has no exercise cells"
+    first = min(exercises)
+    bound = {}  # name -> the first cell before the exercises that binds it
+    for i, cell in enumerate(nb.cells[:first]):
+        if cell.cell_type == "code":
+            for name in _top_level_names(_python(cell.source)):
+                bound.setdefault(name, i)
+    clashes = [f"exercise {exercises[i][0]}'s cell {i} binds `{name}`, which cell {bound[name]} binds"
+               for i in sorted(exercises) for name in sorted(_top_level_names(_python(nb.cells[i].source)))
+               if name in bound]
+    assert not clashes, f"{chapter.file}: " + "; ".join(clashes)
+
+
+def test_the_name_check_sees_the_shadowing_it_is_for():
+    """The static check above finds a stub that rebinds a chapter's function, and leaves local names alone."""
+    chapter = _python("def rate(step, d_model, factor=1.0, warmup=4000):\n    inner = 1\n    return inner\n"
+                      "for d_model, warmup in ((512, 4000),):\n    pass\nsquares = [k * k for k in range(3)]\n"
+                      "class Batch:\n    size = 3\n")
+    assert _top_level_names(chapter) == {"rate", "d_model", "warmup", "squares", "Batch"}
+    stub = _python("from transformer_lib.exercises import check\n\n\ndef rate(step, d_model, warmup):\n"
+                   "    raise NotImplementedError\n\n\ncheck('5.1', rate)\n")
+    assert _top_level_names(stub) & _top_level_names(chapter) == {"rate"}
+
+
+# ------------------------------------------------------------------------------------ the chapters, solved
+def _solutions(chapter_number: int):
+    path = next((ROOT / "solutions").glob(f"ch{chapter_number:02d}_*.py"))
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, path.read_text(encoding="utf-8")
+
+
+def _solution_code(module, module_text: str, name: str) -> str:
+    """The worked solution `name` as a learner would write it in the cell: the imports and the solution file's own
+    private helpers it needs, then the function."""
+    tree = ast.parse(module_text)
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+
+    def names_in(node):
+        return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+    helpers, used, todo = [], names_in(functions[name]), [name]
+    while todo:  # private helpers, and the helpers they call
+        for helper in sorted(names_in(functions[todo.pop()])):
+            if helper.startswith("_") and helper in functions and helper not in helpers:
+                helpers.append(helper)
+                used |= names_in(functions[helper])
+                todo.append(helper)
+    parts = []
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a for a in node.names if (a.asname or a.name).split(".")[0] in used]
+            if names:
+                parts.append(ast.unparse(type(node)(**{**node.__dict__, "names": names})))
+    parts += ["\n\n" + inspect.getsource(getattr(module, h)) for h in helpers]
+    return "\n".join(parts) + "\n\n" + inspect.getsource(getattr(module, name))
+
+
+def _solved(source: str, number: str, name: str, module, module_text: str) -> str:
+    """The exercise cell's source with its stub replaced by the worked solution."""
+    stub = re.compile(rf"^def {name}\(.*?\n    raise NotImplementedError[^\n]*\n", re.M | re.S)
+    assert len(stub.findall(source)) == 1, f"exercise {number}: no stub `def {name}(...)` in its cell"
+    assert hasattr(module, name), f"exercise {number}: the cell checks `{name}`, the solutions file has no `{name}`"
+    return stub.sub(lambda _: _solution_code(module, module_text, name), source)
+
+
+def _is_definition(cell) -> bool:
+    directives, _ = parse_directives(cell.source)
+    return "export" in directives or "exporti" in directives
+
+
+@pytest.mark.parametrize("chapter", BOOK.chapters, ids=IDS)
+def test_solved_exercises_leave_the_chapter_runnable(chapter, tmp_path, monkeypatch):
+    module, module_text = _solutions(BOOK.chapters.index(chapter) + 1)
+    folder = tmp_path / "chapter"
+    folder.mkdir()
+    shutil.copy(ROOT / chapter.file, folder / Path(chapter.file).name)
+    monkeypatch.setenv("BOOK_BUDGET", os.environ.get("BOOK_BUDGET", "smoke"))
+    nb = nbformat.read(folder / Path(chapter.file).name, as_version=4)
+    exercises = _exercise_cells(nb)
+    assert exercises, f"{chapter.file} has no exercise cells"
+    for i, (number, name) in exercises.items():
+        nb.cells[i].source = _solved(nb.cells[i].source, number, name, module, module_text)
+    first = min(exercises)
+    again = [i for i, c in enumerate(nb.cells[:first]) if c.cell_type == "code" and not _is_definition(c)]
+    plan = [(i, nb.cells[i]) for i in range(len(nb.cells))]
+    plan += [(i, nbformat.v4.new_code_cell(nb.cells[i].source)) for i in again]
+
+    client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(folder)}})
+    numbers = {}  # name -> the cell since which it holds a number
+    with client.setup_kernel():
+        for step, (i, cell) in enumerate(plan):
+            where = (f"{chapter.file}: cell {i}, run again after the exercises were solved," if step >= len(nb.cells)
+                     else f"{chapter.file}: exercise {exercises[i][0]}'s cell {i}, with its worked solution,"
+                     if i in exercises else f"{chapter.file}: cell {i}")
+            try:
+                _run(client, nb, cell)
+            except CellExecutionError as err:
+                pytest.fail(f"{where} failed:\n{err}")
+            if i in exercises and step < len(nb.cells):
+                printed = "".join(o.get("text", "") for o in cell.outputs)
+                assert f"Exercise {exercises[i][0]}" in printed and "passes" in printed, f"{where} does not pass: {printed}"
+            if cell.cell_type != "code":
+                continue
+            probe = nbformat.v4.new_code_cell(_NUMBERS)
+            _run(client, nb, probe)
+            now = set(json.loads("".join(o.get("text", "") for o in probe.outputs).split("@@numbers@@")[1]))
+            lost = {n: numbers[n] for n in numbers if n not in now and n in _top_level_names(_python(cell.source))}
+            assert not lost, f"{where} turned names that held numbers into something else: " + ", ".join(
+                f"`{n}` (a number since cell {j})" for n, j in sorted(lost.items()))
+            numbers = {n: numbers.get(n, i) for n in now}
+
+
+def _run(client: NotebookClient, nb, cell) -> None:
+    """Execute one cell in the client's kernel (nbclient stores each executed cell back into the notebook)."""
+    nb.cells.append(cell)
+    try:
+        client.execute_cell(cell, len(nb.cells) - 1)
+    finally:
+        nb.cells.pop()
