@@ -26,6 +26,7 @@ from pathlib import Path
 
 import torch
 
+from transformer_lib.fast import speed_up
 from transformer_lib.runtime import default_device, machine, torch_threads
 from transformer_lib.translation import Recipe, evaluate_bleu, load_checkpoint, prepare_data, train_translation
 
@@ -48,7 +49,7 @@ def train_one(name: str, out: Path, threads: int) -> None:
     """Train (or resume) one candidate in this process."""
     recipe, folder = replace(BASE, **CANDIDATES[name]), out / slug(name)
     with torch_threads(threads):
-        train_translation(recipe, folder, progress=False, device=default_device(),
+        train_translation(recipe, folder, progress=False, device=default_device(), speedup=speed_up,
                           log=lambda line: print(f"[{name}] {line}", flush=True))
 
 

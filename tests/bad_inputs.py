@@ -831,6 +831,11 @@ def _(tmp):
     X.train_translation(X.RECIPES["smoke"], tmp / "run")
 
 
+@case("train_translation(recipe, out_dir)", "a fast recipe without chapter 9's speed_up", ValueError, "speedup",
+      "speed_up")
+def _(tmp): X.train_translation(replace(X.RECIPES["smoke"], fast=True), tmp / "run")
+
+
 @case("attention_maps(model, src_ids, tgt_ids)", "an empty target", ValueError, "tgt_ids")
 def _(tmp): G.attention_maps(tiny_model(), [2, 3], [])
 
@@ -854,6 +859,11 @@ def _(tmp): G.attention_chart(None, "enc-dec")
 # ---------------------------------------------------------------------------------------------- fast
 @case("use_fast_path(model)", "something that is not a module", TypeError, "model", "nn.Module")
 def _(tmp): F.use_fast_path("model")
+
+
+@case("speed_up(model, criterion, device)", "PyTorch's loss instead of chapter 5's", TypeError, "criterion",
+      "LabelSmoothing")
+def _(tmp): F.speed_up(tiny_model(), nn.CrossEntropyLoss(), "cpu")
 
 
 @case("FastLabelSmoothing(..., spread_over_all=True)", "the variant it does not implement", ValueError, "spread_over_all")

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from transformer_lib import book as bk
+from transformer_lib.book import cli, runner
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -146,7 +147,7 @@ def test_run_executes_chapters_in_order_and_saves_outputs(tmp_path, capsys):
         "01_alpha": CHAPTER + ["import os\nprint('budget', os.environ['BOOK_BUDGET'])"],
         "02_beta": ["#| default_exp beta", "print(6 * 7)"],
     })
-    bk.run(book, list(book.chapters), budget="smoke", timeout=120)
+    runner.run(book, list(book.chapters), budget="smoke", timeout=120)
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "[1/2] 01_Alpha (notebooks/01_alpha.ipynb), budget smoke ..."
     assert lines[1].startswith("[1/2] 01_Alpha (notebooks/01_alpha.ipynb), budget smoke: done in")
@@ -164,14 +165,14 @@ def test_run_leaves_a_failing_chapter_untouched(tmp_path):
     book = make_book(tmp_path, {"01_alpha": ["#| default_exp alpha", "raise RuntimeError('boom')"]})
     before = (tmp_path / "notebooks" / "01_alpha.ipynb").read_text()
     with pytest.raises(bk.BookError, match="01_alpha.ipynb failed under budget smoke"):
-        bk.run(book, list(book.chapters), budget="smoke", timeout=120)
+        runner.run(book, list(book.chapters), budget="smoke", timeout=120)
     assert (tmp_path / "notebooks" / "01_alpha.ipynb").read_text() == before
 
 
 def test_a_failing_cell_ends_the_run_with_one_line_naming_chapter_and_cell(tmp_path):
     book = make_book(tmp_path, {"01_alpha": ["#| default_exp alpha", "x = 1", "raise RuntimeError('boom\\nsecond line')"]})
     with pytest.raises(bk.BookError) as err:
-        bk.run(book, list(book.chapters), budget="smoke", timeout=120)
+        runner.run(book, list(book.chapters), budget="smoke", timeout=120)
     message = str(err.value)
     assert "\n" not in message and "Traceback" not in message
     assert message == ("notebooks/01_alpha.ipynb failed under budget smoke: cell 3 (code cell 3 of 3: "
@@ -184,9 +185,9 @@ def test_a_cell_time_out_and_a_dead_kernel_are_one_line_each(tmp_path):
     alpha, beta = book.chapters
     with pytest.raises(bk.BookError, match=r"01_alpha.ipynb failed under budget smoke: cell 2 \(code cell 2 of 2: "
                                            r"import time\) ran past the time-out of 2s \(--timeout\)"):
-        bk.run(book, [alpha], budget="smoke", timeout=2)
+        runner.run(book, [alpha], budget="smoke", timeout=2)
     with pytest.raises(bk.BookError, match=r"02_beta.ipynb failed under budget smoke: the kernel died in cell 2"):
-        bk.run(book, [beta], budget="smoke", timeout=60)
+        runner.run(book, [beta], budget="smoke", timeout=60)
 
 
 def test_ctrl_c_ends_the_run_with_one_line_and_leaves_the_chapter(tmp_path, monkeypatch):
@@ -201,14 +202,14 @@ def test_ctrl_c_ends_the_run_with_one_line_and_leaves_the_chapter(tmp_path, monk
     monkeypatch.setattr(nbclient.NotebookClient, "execute", interrupted)
     with pytest.raises(bk.BookError, match=r"^notebooks/01_alpha.ipynb failed under budget smoke: interrupted before "
                                            r"the first cell; the file was left as it was$"):
-        bk.run(book, list(book.chapters), budget="smoke", timeout=60)
+        runner.run(book, list(book.chapters), budget="smoke", timeout=60)
     assert (tmp_path / "notebooks" / "01_alpha.ipynb").read_text() == before
 
 
 def test_progress_names_the_long_running_cell_and_its_time():
     cells = [nbformat.v4.new_markdown_cell("# t"), nbformat.v4.new_code_cell("import time"),
              nbformat.v4.new_code_cell("# a comment\nrun = train(recipe)  # long")]
-    progress = bk._Progress("[1/1] Demo", cells, out=None, every=60)
+    progress = runner._Progress("[1/1] Demo", cells, out=None, every=60)
     progress.started = 0.0
     assert progress.line(now=100.0) is None  # no cell started yet
     progress.on_cell_start(cell=cells[2], cell_index=2)
@@ -253,7 +254,7 @@ def test_run_strips_outputs_of_corpus_output_cells_and_check_flags_them(tmp_path
     nb = nbformat.read(path, as_version=4)
     nb.cells[2].metadata["tags"] = [bk.CORPUS_OUTPUT_TAG]
     nbformat.write(nb, path)
-    bk.run(book, list(book.chapters), budget="smoke", timeout=120)
+    runner.run(book, list(book.chapters), budget="smoke", timeout=120)
     nb = nbformat.read(path, as_version=4)
     assert nb.cells[2].outputs == [] and nb.cells[2].execution_count == 2  # ran, output not kept
     assert nb.cells[3].outputs[0].text == "ours\n"
@@ -265,7 +266,7 @@ def test_run_strips_outputs_of_corpus_output_cells_and_check_flags_them(tmp_path
 
 
 def test_run_keeps_a_progress_bar_as_its_final_line_only():
-    from transformer_lib.book import settle_streams
+    from transformer_lib.book.runner import settle_streams
 
     redraws = [nbformat.v4.new_output("stream", name="stderr", text=f"\rtrain: {i}/3 [00:0{i}]") for i in range(4)]
     outputs = redraws + [nbformat.v4.new_output("stream", name="stderr", text="\n"),
@@ -300,5 +301,5 @@ def test_a_package_file_that_is_not_utf8_is_named(tmp_path):
 def test_run_refuses_a_timeout_that_is_not_a_positive_number_of_seconds(tmp_path, timeout, capsys):
     make_book(tmp_path, {"01_alpha": ["#| default_exp alpha"]})
     with pytest.raises(SystemExit) as exit_:
-        bk.main(["--root", str(tmp_path), "run", "--timeout", timeout])
+        cli.main(["--root", str(tmp_path), "run", "--timeout", timeout])
     assert exit_.value.code == 2 and "--timeout" in capsys.readouterr().err

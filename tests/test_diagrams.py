@@ -13,6 +13,7 @@ import pytest
 from PIL import Image
 
 import transformer_lib.book as bk
+from transformer_lib.book import cli
 import transformer_lib.diagrams as dg
 from transformer_lib.diagrams.svg import ACCENT, BACKGROUND, FONT, INK, MONO, MUTED, PARTS, text_width
 
@@ -175,7 +176,7 @@ def test_check_names_an_unattached_reference_and_a_diagram_no_chapter_shows(copy
 def test_book_check_fails_on_a_stale_picture(copy, capsys):
     svg = copy.root / dg.FIGURES_DIR / f"{sorted(DIAGRAMS)[0]}.svg"
     svg.write_text(svg.read_text(encoding="utf-8").replace("</svg>", "<!-- edited --></svg>"), encoding="utf-8")
-    assert bk.main(["--root", str(copy.root), "check"]) == 1
+    assert cli.main(["--root", str(copy.root), "check"]) == 1
     assert f"{svg.relative_to(copy.root)}: stale" in capsys.readouterr().err
 
 

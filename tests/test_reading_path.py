@@ -93,7 +93,7 @@ def test_chapters_import_no_private_helper_of_another_module(chapter):
         _, code = parse_directives(cell.source)
         private = re.findall(r"from transformer_lib\.\w+ import [^\n]*\b(_\w+)", code)
         assert not private, f"{chapter.file} cell {index} imports private names {private}"
-        assert "def _check" not in code, f"{chapter.file} cell {index} defines a check: it belongs in checks.py"
+        assert "def _check" not in code, f"{chapter.file} cell {index} defines a check: it belongs in transformer_lib/checks/"
 
 
 def test_chapter_1_opens_with_the_idea_not_with_checks():

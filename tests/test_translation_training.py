@@ -127,7 +127,8 @@ def test_a_fast_recipe_trains_like_the_readable_one(data, finished_run, tmp_path
     import transformer_lib.fast as fast
 
     monkeypatch.setattr(fast, "cpu_has_bf16", lambda: bf16)
-    run = train_translation(replace(TINY, fast=True), tmp_path, data=data, progress=False, log=quiet, device="cpu")
+    run = train_translation(replace(TINY, fast=True), tmp_path, data=data, progress=False, log=quiet, device="cpu",
+                            speedup=fast.speed_up)
     for ours, readable in zip(run.history, finished_run.history):
         for key, rel in (("train_loss", 0.03), ("val_loss", 0.1)):
             assert ours[key] == pytest.approx(readable[key], rel=rel), (key, ours, readable)

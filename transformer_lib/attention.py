@@ -16,7 +16,8 @@ import math
 import torch
 from torch import nn
 
-from transformer_lib.checks import check_attention_inputs, check_heads, check_int, check_mask, check_qkv
+from transformer_lib.checks.core import check_int
+from transformer_lib.checks.attention import check_attention_inputs, check_heads, check_mask, check_qkv
 
 
 # %% notebooks/02_attention.ipynb cell 18

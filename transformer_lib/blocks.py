@@ -17,7 +17,8 @@ import torch
 from torch import nn
 
 from transformer_lib.attention import MultiHeadAttention, mha_from_torch
-from transformer_lib.checks import check_ints, check_last_dim, check_layer_inputs, check_positive, check_probability, check_vectors
+from transformer_lib.checks.core import check_ints, check_last_dim, check_positive, check_probability, check_vectors
+from transformer_lib.checks.blocks import check_layer_inputs
 
 
 # %% notebooks/03_blocks.ipynb cell 6

@@ -33,9 +33,10 @@ from pathlib import Path
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-from transformer_lib.checks import (check_bpe, check_dropout_tokenizers, check_examples, check_int,
-                                    check_probability, check_text, check_token_list, check_token_lists,
-                                    check_tokenizer_dict, check_vocab_id, check_vocab_tokens, check_word_counts)
+from transformer_lib.checks.core import check_int, check_probability
+from transformer_lib.checks.data import (check_bpe, check_dropout_tokenizers, check_examples, check_text,
+                                         check_token_list, check_token_lists, check_tokenizer_dict, check_vocab_id,
+                                         check_vocab_tokens, check_word_counts)
 from transformer_lib.files import write_atomically
 from transformer_lib.multi30k import (DataUnavailable, load_multi30k,  # finding and verifying the files, and the
                                       offline_corpus)  # stand-in for them (hand-written)

@@ -19,9 +19,10 @@ import torch
 from torch.nn.utils.rnn import pad_sequence
 
 from transformer_lib.attention import padding_mask, scaled_dot_product_attention, subsequent_mask
-from transformer_lib.checks import (check_attention_ids, check_attention_kind, check_cache_length, check_decoding,
-                                    check_int, check_map_labels, check_search, check_sentences,
-                                    check_source_lengths)
+from transformer_lib.checks.core import check_int
+from transformer_lib.checks.training import check_decoding
+from transformer_lib.checks.decoding import (check_attention_ids, check_attention_kind, check_cache_length,
+                                             check_map_labels, check_search, check_sentences, check_source_lengths)
 
 
 # %% notebooks/07_decoding.ipynb cell 7

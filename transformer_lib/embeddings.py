@@ -15,7 +15,8 @@ import math
 import torch
 from torch import nn
 
-from transformer_lib.checks import check_embedding, check_ints, check_probability, check_sequence, check_token_ids
+from transformer_lib.checks.core import check_ints, check_probability, check_token_ids
+from transformer_lib.checks.embeddings import check_embedding, check_sequence
 
 
 # %% notebooks/01_embeddings.ipynb cell 7

@@ -11,6 +11,7 @@ __all__ = [
     'matmul_peak',
     'cpu_has_bf16',
     'has_bf16',
+    'speed_up',
     'pack_decoder',
     'FastBeamSearch',
 ]
@@ -27,9 +28,11 @@ from torch import nn
 
 from transformer_lib.attention import MultiHeadAttention
 from transformer_lib.blocks import LayerNorm
-from transformer_lib.checks import (as_device, as_dtype, check_attention_inputs, check_cache_length,
-                                    check_encoder_decoder, check_int, check_ints, check_last_dim, check_loss_inputs,
-                                    check_model_tokens, check_symbols)
+from transformer_lib.checks.core import as_device, as_dtype, check_instance, check_int, check_ints, check_last_dim
+from transformer_lib.checks.attention import check_attention_inputs
+from transformer_lib.checks.model import check_model_tokens
+from transformer_lib.checks.training import check_encoder_decoder, check_loss_inputs, check_symbols
+from transformer_lib.checks.decoding import check_cache_length
 from transformer_lib.training import LabelSmoothing
 
 
@@ -195,6 +198,14 @@ def has_bf16(device) -> bool:
     """True where `device` multiplies bfloat16 in hardware: a CPU with AMX or AVX512-BF16, a CUDA GPU that can."""
     device = as_device("device", device)
     return cpu_has_bf16() if device.type == "cpu" else device.type == "cuda" and torch.cuda.is_bf16_supported()
+
+
+def speed_up(model: nn.Module, criterion: LabelSmoothing, device) -> tuple[nn.Module, LabelSmoothing, bool]:
+    """Chapter 8's train_translation(..., speedup=speed_up) for a Recipe(fast=True): the model on its fast twins,
+    the loss as FastLabelSmoothing, and whether to train under bfloat16 autocast (where `device` has the hardware)."""
+    check_instance("criterion", criterion, LabelSmoothing, " (chapter 5's loss)")
+    fast_loss = FastLabelSmoothing(criterion.vocab_size, criterion.padding_idx, criterion.smoothing)
+    return use_fast_path(model), fast_loss, has_bf16(device)
 
 
 # %% notebooks/09_fast.ipynb cell 33

@@ -29,7 +29,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_lib import checks
+from transformer_lib.checks.core import check_int, check_ints
+from transformer_lib.checks.gpt import check_generate, check_gpt_config, check_gpt_tokens, check_sampling
 from transformer_lib.attention import scaled_dot_product_attention, subsequent_mask
 from transformer_lib.blocks import EncoderLayer, LayerNorm
 from transformer_lib.data import (BPE, SubwordTokenizer, Tokenizer, Vocab, bucket_batches, load_translation_data,
@@ -51,7 +52,7 @@ class GPTConfig:
     context: int = 64  # the most tokens it reads at once: the length of its positional table
 
     def __post_init__(self):
-        checks.check_gpt_config(self)
+        check_gpt_config(self)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -85,7 +86,7 @@ class GPT(nn.Module):
         self.lm_head.weight = self.embed.embedding.weight  # tied: one table reads and writes tokens
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        checks.check_gpt_tokens(tokens, self.config)
+        check_gpt_tokens(tokens, self.config)
         x = self.positions(self.embed(tokens))  # (B, T, d_model)
         mask = subsequent_mask(tokens.size(1), tokens.device)  # (1, T, T): no position sees a later one
         for layer in self.layers:
@@ -111,7 +112,7 @@ def leaks_future(model: nn.Module, vocab_size: int, length: int = 12, seed: int 
 # %% notebooks/10_gpt.ipynb cell 11
 def lm_sequences(sentences: list[str], tokenizer, vocab, context: int) -> list[list[int]]:
     """Each sentence as <s> ids </s>, cut to context + 1 tokens (the model reads at most context of them)."""
-    checks.check_int("context", context)
+    check_int("context", context)
     return [vocab.encode(tokenizer(s), add_bos_eos=True)[: context + 1] for s in sentences]
 
 
@@ -133,7 +134,7 @@ def caption_corpus(n_train: int | None = None, n_merges: int = 2000, context: in
                    download: bool = False) -> CaptionCorpus:
     """The English side of Multi30k's train and val (the offline corpus where it cannot be had), as BPE ids;
     the BPE is learned from the first n_train training captions alone."""
-    checks.check_ints(n_merges=n_merges, context=context, **({} if n_train is None else {"n_train": n_train}))
+    check_ints(n_merges=n_merges, context=context, **({} if n_train is None else {"n_train": n_train}))
     (train, source), (val, _) = (load_translation_data(split, root, download) for split in ("train", "val"))
     train, val = [en for _, en in train[:n_train]], [en for _, en in val]
     words = Tokenizer("en")
@@ -165,7 +166,7 @@ def perplexity(model: GPT, batches, pad_idx: int) -> float:
 def train_lm(model: nn.Module, train_seqs, val_seqs, epochs: int, pad_idx: int, max_tokens: int = 2000,
              factor: float = 1.0, warmup: int = 400, clip_norm: float = 1.0, seed: int = 0, log=print) -> list[dict]:
     """Train with chapter 5's Adam and schedule; returns a history with the validation perplexity of every epoch."""
-    checks.check_ints(epochs=epochs, max_tokens=max_tokens)
+    check_ints(epochs=epochs, max_tokens=max_tokens)
     optimizer, scheduler = make_optimizer(model, model.config.d_model, factor, warmup)
     val_batches, history, start = lm_batches(val_seqs, max_tokens, pad_idx, shuffle=False), [], time.perf_counter()
     for epoch in range(1, epochs + 1):
@@ -199,7 +200,7 @@ class KVCache:
 
     def __call__(self, tokens: torch.Tensor) -> torch.Tensor:
         m, L = self.model, tokens.size(1)
-        checks.check_gpt_tokens(tokens, m.config, already=self.t)
+        check_gpt_tokens(tokens, m.config, already=self.t)
         x = m.positions.dropout(m.embed(tokens) + m.positions.pe[:, self.t : self.t + L])  # (B, L, d_model)
         query_pos = self.t + torch.arange(L, device=tokens.device)[:, None]  # (L, 1)
         mask = torch.arange(self.t + L, device=tokens.device) <= query_pos  # (L, t + L): earlier keys only
@@ -223,7 +224,7 @@ def filter_logits(logits: torch.Tensor, temperature: float = 1.0, top_k: int | N
                   top_p: float = 1.0) -> torch.Tensor:
     """Logits (B, V) divided by the temperature, -inf outside the top k and outside the nucleus (the fewest most
     probable tokens whose probabilities reach top_p)."""
-    checks.check_sampling(temperature, top_k, top_p)
+    check_sampling(temperature, top_k, top_p)
     logits = logits / temperature
     if top_k is not None:
         kth = logits.topk(min(top_k, logits.size(-1))).values[:, -1:]  # (B, 1): the k-th largest
@@ -241,7 +242,7 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int, temperature:
              top_k: int | None = None, top_p: float = 1.0, end: int | None = None, greedy: bool = False,
              generator: torch.Generator | None = None) -> torch.Tensor:
     """max_new_tokens (B, n) after each prompt row (B, L), sampled with the cache; a row that wrote `end` repeats it."""
-    checks.check_generate(model, prompt, max_new_tokens)
+    check_generate(model, prompt, max_new_tokens)
     model.eval()
     cache, out = KVCache(model), []
     done = torch.zeros(prompt.size(0), dtype=torch.bool, device=prompt.device)

@@ -21,7 +21,8 @@ import torch
 from torch import nn
 
 from transformer_lib.blocks import DecoderLayer, EncoderLayer, LayerNorm, decoder_layer_from_torch, encoder_layer_from_torch
-from transformer_lib.checks import check_config, check_ints, check_model_tokens, check_options, check_same_batch, check_src_tgt
+from transformer_lib.checks.core import check_ints, check_options, check_same_batch
+from transformer_lib.checks.model import check_config, check_model_tokens, check_src_tgt
 from transformer_lib.embeddings import LearnedPositionalEmbedding, PositionalEncoding, TokenEmbedding
 
 

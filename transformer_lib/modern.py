@@ -24,7 +24,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_lib import checks
+from transformer_lib.checks.core import check_instance, check_int, check_ints, check_last_dim, check_probability
+from transformer_lib.checks.gpt import check_gpt_tokens
+from transformer_lib.checks.modern import check_block_config, check_gqa, check_rope, check_rope_input
 from transformer_lib.blocks import LayerNorm
 from transformer_lib.embeddings import TokenEmbedding, sinusoidal_table
 from transformer_lib.gpt import GPT
@@ -40,12 +42,12 @@ class RMSNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-6):
         super().__init__()
-        checks.check_int("d_model", d_model)
+        check_int("d_model", d_model)
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(d_model))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        checks.check_last_dim(x, self.weight.numel())
+        check_last_dim(x, self.weight.numel())
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight  # (..., d_model)
 
 
@@ -55,8 +57,8 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, bias: bool = True):
         super().__init__()
-        checks.check_ints(d_model=d_model, d_ff=d_ff)
-        checks.check_probability("dropout", dropout)
+        check_ints(d_model=d_model, d_ff=d_ff)
+        check_probability("dropout", dropout)
         self.w_1, self.w_2 = nn.Linear(d_model, d_ff, bias=bias), nn.Linear(d_ff, d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
 
@@ -73,8 +75,8 @@ class SwiGLU(nn.Module):
 
     def __init__(self, d_model: int, d_hidden: int, dropout: float = 0.0, bias: bool = False):
         super().__init__()
-        checks.check_ints(d_model=d_model, d_hidden=d_hidden)
-        checks.check_probability("dropout", dropout)
+        check_ints(d_model=d_model, d_hidden=d_hidden)
+        check_probability("dropout", dropout)
         self.w_1 = nn.Linear(d_model, d_hidden, bias=bias)  # through SiLU: the gate
         self.w_3 = nn.Linear(d_model, d_hidden, bias=bias)  # the value it gates
         self.w_2 = nn.Linear(d_hidden, d_model, bias=bias)
@@ -87,7 +89,7 @@ class SwiGLU(nn.Module):
 # %% notebooks/11_modern.ipynb cell 11
 def rope_angles(context: int, d_k: int, base: float = 10000.0) -> torch.Tensor:
     """(context, d_k / 2): the angle by which position p turns pair i, p * base^(-2i / d_k) (chapter 1's frequencies)."""
-    checks.check_rope(context, d_k)
+    check_rope(context, d_k)
     freqs = base ** (-torch.arange(0, d_k, 2, dtype=torch.float64) / d_k)  # (d_k / 2,)
     return torch.arange(context, dtype=torch.float64)[:, None] * freqs  # (context, d_k / 2)
 
@@ -99,7 +101,7 @@ def apply_rope(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
         x: (B, h, T, d_k), heads already split; angles: (T, d_k / 2), the rows of rope_angles for these positions.
         output: (B, h, T, d_k).
     """
-    checks.check_rope_input(x, angles)
+    check_rope_input(x, angles)
     cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)  # (T, d_k / 2)
     even, odd = x[..., 0::2], x[..., 1::2]  # (B, h, T, d_k / 2)
     return torch.stack([even * cos - odd * sin, even * sin + odd * cos], -1).flatten(-2)  # (B, h, T, d_k)
@@ -119,7 +121,7 @@ class Attention(nn.Module):
                  bias: bool = True):
         super().__init__()
         n_kv_heads = n_kv_heads or n_heads
-        checks.check_gqa(d_model, n_heads, n_kv_heads, dropout)
+        check_gqa(d_model, n_heads, n_kv_heads, dropout)
         self.n_heads, self.n_kv_heads, self.d_k = n_heads, n_kv_heads, d_model // n_heads
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
         self.w_k = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
@@ -165,7 +167,7 @@ class BlockConfig:
     bias: bool = True
 
     def __post_init__(self):
-        checks.check_block_config(self)
+        check_block_config(self)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -176,7 +178,7 @@ class Block(nn.Module):
 
     def __init__(self, c: BlockConfig):
         super().__init__()
-        checks.check_instance("config", c, BlockConfig)
+        check_instance("config", c, BlockConfig)
         self.norm_1, self.norm_2 = (LayerNorm(c.d_model) if c.norm == "layer" else RMSNorm(c.d_model) for _ in range(2))
         self.attn = Attention(c.d_model, c.n_heads, c.n_kv_heads, c.dropout, c.bias)
         self.ffn = (FeedForward(c.d_model, c.d_ff, c.dropout, c.bias) if c.ffn == "relu"
@@ -200,7 +202,7 @@ class ModernGPT(nn.Module):
 
     def __init__(self, c: BlockConfig):
         super().__init__()
-        checks.check_instance("config", c, BlockConfig, " (from_gpt converts a GPT)")
+        check_instance("config", c, BlockConfig, " (from_gpt converts a GPT)")
         self.config = c
         self.embed = TokenEmbedding(c.vocab_size, c.d_model)
         if c.positions == "rope":
@@ -219,7 +221,7 @@ class ModernGPT(nn.Module):
 
     def forward(self, tokens: torch.Tensor, cache: list | None = None) -> torch.Tensor:
         t = 0 if not cache or cache[0] is None else cache[0][0].size(2)  # tokens already read
-        checks.check_gpt_tokens(tokens, self.config, already=t)
+        check_gpt_tokens(tokens, self.config, already=t)
         x = self.embed(tokens)  # (B, T, d_model)
         if self.config.positions == "sinusoidal":
             x = x + self.pe[t : t + tokens.size(1)]
@@ -233,7 +235,7 @@ class ModernGPT(nn.Module):
 
 def from_gpt(gpt) -> ModernGPT:
     """Chapter 10's GPT as a ModernGPT with the 2017 switches, the same weights."""
-    checks.check_instance("gpt", gpt, GPT, " (chapter 10's model)")
+    check_instance("gpt", gpt, GPT, " (chapter 10's model)")
     c = gpt.config
     model = ModernGPT(BlockConfig(c.vocab_size, c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.context))
     names = {"self_attn": "attn", "feed_forward": "ffn", "sublayers.0.norm": "norm_1", "sublayers.1.norm": "norm_2"}

@@ -14,7 +14,8 @@ import os
 import random
 from pathlib import Path
 
-from transformer_lib.checks import check_int, check_split
+from transformer_lib.checks.core import check_int
+from transformer_lib.checks.data import check_split
 from transformer_lib.files import sha256_of
 
 __all__ = ["MULTI30K_URL", "MULTI30K_ENV", "MULTI30K_FILES", "DataUnavailable", "multi30k_dirs", "load_multi30k",

@@ -110,7 +110,7 @@ def to_ctranslate2(model, src_vocab, tgt_vocab, out_dir, quantization: str | Non
     The folder also holds transformer_lib.json: the tokenizers the model needs (the ones it carries after
     load_checkpoint, else whole words, lowercased if `lower`).
     """
-    from transformer_lib.checks import check_vocabs
+    from transformer_lib.checks.decoding import check_vocabs
     from transformer_lib.files import write_atomically
 
     _ctranslate2()
@@ -154,7 +154,8 @@ class CTranslate2Model:
     def translate_tokens(self, sentences: list[str], beam_size: int = 5, length_penalty: float = 0.6,
                          batch_size: int = 64) -> list[list[str]]:
         """Target tokens for raw sentences; at most 1.5 x source length + 10 tokens each, as translate_tokens."""
-        from transformer_lib.checks import check_ints, check_strings
+        from transformer_lib.checks.core import check_ints
+        from transformer_lib.checks.translation import check_strings
 
         sentences = check_strings(sentences)
         check_ints(beam_size=beam_size, batch_size=batch_size)

@@ -108,6 +108,7 @@ def _multi30k(args: argparse.Namespace, rank: int, world: int) -> int:
     from pathlib import Path
 
     from transformer_lib.runtime import run_budget
+    from transformer_lib.fast import speed_up  # chapter 9's fast path, for a recipe with fast=True
     from transformer_lib.translation import RECIPES, evaluate_bleu, prepare_data, train_translation
 
     say = print if rank == 0 else (lambda *a, **k: None)
@@ -124,7 +125,7 @@ def _multi30k(args: argparse.Namespace, rank: int, world: int) -> int:
     say(f"recipe: {recipe}", flush=True)
     try:
         run = train_translation(recipe, out, data=data, resume=not args.no_resume, device=device,
-                                progress=not args.quiet, log=lambda line: tqdm.write(line))
+                                progress=not args.quiet, log=lambda line: tqdm.write(line), speedup=speed_up)
     except KeyboardInterrupt:
         say(f"\ninterrupted: the finished epochs are saved in {out}; run the same command to resume")
         return 130

@@ -29,8 +29,9 @@ from torch import nn
 from tqdm import tqdm
 
 from transformer_lib.attention import padding_mask, subsequent_mask
-from transformer_lib.checks import (check_batch, check_copy_task, check_decoding, check_ints, check_label_smoothing,
-                                    check_loss_inputs, check_rate, check_training_batch, check_training_options)
+from transformer_lib.checks.core import check_ints
+from transformer_lib.checks.training import (check_batch, check_copy_task, check_decoding, check_label_smoothing,
+                                             check_loss_inputs, check_rate, check_training_batch, check_training_options)
 from transformer_lib.model import EncoderDecoder, make_model
 from transformer_lib.runtime import all_reduce_sum, world_size
 

@@ -33,13 +33,16 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from transformer_lib import checks  # one line per entry point: its inputs, checked (checks.py)
+from transformer_lib.checks import translation as checks  # one line per entry point: its inputs, checked
+from transformer_lib.checks.core import as_device, as_dtype, as_paths, check_file
+from transformer_lib.checkpoint import check_checkpoint, read_checkpoint
 from transformer_lib.data import (SubwordTokenizer, Tokenizer, Vocab, bucket_batches, detokenize, encode_pairs,
                                   load_translation_data, subword_tokenizers, tokenizer_from_dict)
 from transformer_lib.decoding import translate_tokens
 from transformer_lib.files import (load_tensors, read_safetensors, read_training_state, restore_training_state,
                                    save_training_state, write_safetensors)
 from transformer_lib.model import EncoderDecoder, ModelConfig, build_model, make_model
+from transformer_lib.runtime import default_device, seed_everything
 from transformer_lib.training import LabelSmoothing, evaluate, make_optimizer, train_epoch
 
 
@@ -151,12 +154,12 @@ def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab, dtype: torc
     """
     from safetensors.torch import save_model
 
-    checks.check_checkpoint(model, src_vocab, tgt_vocab, info)
+    check_checkpoint(model, src_vocab, tgt_vocab, info)
     tokenizers = tokenizers or (Tokenizer("de", info.get("lower", True)), Tokenizer("en", info.get("lower", True)))
     metadata = {"config": model.config.to_json(), "src_vocab": src_vocab.to_json(), "tgt_vocab": tgt_vocab.to_json(),
                 "tokenizers": json.dumps([t.to_dict() for t in tokenizers], ensure_ascii=False), "info": json.dumps(info)}
     if dtype is not None:
-        model = copy.deepcopy(model).to(checks.as_dtype("dtype", dtype))
+        model = copy.deepcopy(model).to(as_dtype("dtype", dtype))
     return write_safetensors(path, lambda tmp, meta: save_model(model, str(tmp), meta), metadata)
 
 
@@ -167,12 +170,10 @@ def load_checkpoint(path, device="cpu"):
     A file that is truncated, corrupt, not written by save_checkpoint, or whose metadata does not describe its
     weights raises ValueError naming the file, before a model is built.
     """
-    path, device = Path(path), checks.as_device("device", device)
-    checks.check_file(path)
+    path, device = Path(path), as_device("device", device)
+    check_file(path)
     tensors, metadata = read_safetensors(path)  # the file read once, checked against its sha256
-    config, src_vocab, tgt_vocab, info = checks.read_checkpoint_metadata(path, metadata, tensors)
-    tokenizers = checks.read_checkpoint_tokenizers(path, metadata, src_vocab, tgt_vocab, info.get("lower", True),
-                                                   tokenizer_from_dict)  # whole words if it stores none
+    config, src_vocab, tgt_vocab, info, tokenizers = read_checkpoint(path, metadata, tensors)  # every entry checked
     model = build_model(config)
     load_tensors(model, tensors, path)  # a ValueError naming the file where they do not fit
     model.vocabs, model.tokenizers, model.lower = (src_vocab, tgt_vocab), tokenizers, info.get("lower", True)
@@ -183,7 +184,7 @@ def load_checkpoint(path, device="cpu"):
 def average_checkpoints(paths, device="cpu"):
     """(model, src_vocab, tgt_vocab, info) whose weights are the mean of the checkpoints' weights; the checkpoints
     must share config and vocabularies (the last epochs of one run); info is the last one's."""
-    paths = checks.as_paths("paths", paths)  # at least one
+    paths = as_paths("paths", paths)  # at least one
     model, src_vocab, tgt_vocab, info = load_checkpoint(paths[-1], device)
     total = {k: v.double() for k, v in model.state_dict().items()}
     for path in paths[:-1]:
@@ -269,21 +270,17 @@ class TrainingRun:
     path: Path  # the checkpoint of the kept model
 
 
-def _build(recipe: Recipe, data: TranslationData, device):
+def _build(recipe: Recipe, data: TranslationData, device, speedup):
     """The model (seeded by the recipe), loss, optimizer and schedule a recipe asks for, and whether to train under
-    bfloat16 autocast."""
-    from transformer_lib.runtime import seed_everything
-
+    bfloat16 autocast (`speedup` decides, for a fast recipe)."""
     seed_everything(recipe.seed)
     pad = data.tgt_vocab.pad_idx
     model = make_model(len(data.src_vocab), len(data.tgt_vocab), recipe.n_layers, recipe.d_model, recipe.d_ff,
                        recipe.n_heads, recipe.dropout, norm_first=recipe.norm_first,
                        share_embeddings=recipe.shared_vocab, pad_idx=pad).to(device)
     criterion, bf16 = LabelSmoothing(len(data.tgt_vocab), pad, recipe.smoothing), False
-    if recipe.fast:  # chapter 9's twins (the same parameters, fused kernels), bfloat16 where the hardware has it
-        from transformer_lib.fast import FastLabelSmoothing, has_bf16, use_fast_path
-        model, criterion = use_fast_path(model), FastLabelSmoothing(len(data.tgt_vocab), pad, recipe.smoothing)
-        bf16 = has_bf16(device)
+    if recipe.fast:  # e.g. chapter 9's speed_up: fused twins (the same parameters), bfloat16 where the hardware has it
+        model, criterion, bf16 = speedup(model, criterion, device)
     optimizer, scheduler = make_optimizer(model, recipe.d_model, recipe.factor, recipe.warmup)
     return model, criterion, optimizer, scheduler, bf16
 
@@ -359,7 +356,7 @@ def _finish(recipe: Recipe, out_dir: Path, data: TranslationData, history: list,
 
 # %% notebooks/08_translation.ipynb cell 35
 def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = None, resume: bool = True,
-                      device=None, progress=True, log=print) -> TrainingRun:
+                      device=None, progress=True, log=print, speedup=None) -> TrainingRun:
     """Train a translation model by `recipe`, writing checkpoints to `out_dir`.
 
     Every epoch ends with the validation loss (and, every `bleu_every` epochs, greedy validation BLEU), a
@@ -369,13 +366,13 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
     average of the last `average_last` is written to `model.safetensors`.
 
     Under torch.distributed (e.g. torchrun) each process trains a DistributedDataParallel replica on its share of
-    the batches (a step sees N x accum_steps batches); process 0 alone evaluates BLEU and writes files.
+    the batches (a step sees N x accum_steps batches); process 0 alone evaluates BLEU and writes files. A fast
+    recipe needs `speedup(model, criterion, device) -> (model, criterion, bf16)`, e.g. chapter 9's `speed_up`.
     """
     import torch.distributed as dist
-    from transformer_lib.runtime import default_device
 
-    checks.check_training_run(recipe, Recipe, data, TranslationData, out_dir)
-    device = checks.as_device("device", device) if device is not None else default_device()
+    checks.check_training_run(recipe, Recipe, data, TranslationData, out_dir, speedup)
+    device = as_device("device", device) if device is not None else default_device()
     distributed = dist.is_available() and dist.is_initialized()
     rank, world = (dist.get_rank(), dist.get_world_size()) if distributed else (0, 1)
     log = log if rank == 0 else (lambda *_: None)  # one voice
@@ -383,7 +380,7 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
     out_dir.mkdir(parents=True, exist_ok=True)
     data = data if data is not None else prepare_data(recipe)
     checks.check_shared_vocab(recipe.shared_vocab, data.src_vocab, data.tgt_vocab)
-    model, criterion, optimizer, scheduler, bf16 = _build(recipe, data, device)
+    model, criterion, optimizer, scheduler, bf16 = _build(recipe, data, device, speedup)
     trained = nn.parallel.DistributedDataParallel(model) if distributed else model
     val_examples = encode_pairs(data.val, data.src_tok, data.tgt_tok, data.src_vocab, data.tgt_vocab)
     val_batches = [b.to(device) for b in bucket_batches(val_examples, recipe.max_tokens, data.tgt_vocab.pad_idx,

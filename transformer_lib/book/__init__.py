@@ -1,5 +1,5 @@
 # Hand-written tool module (not generated from a notebook).
-"""The book's exporter and runner, driven by book.yml.
+"""The book's manifest and exporter, driven by book.yml (the runner: book.runner; the command line: book.cli).
 
     python -m transformer_lib.book export          # notebooks -> transformer_lib/<module>.py
     python -m transformer_lib.book check           # exit 1 when the two disagree
@@ -16,19 +16,13 @@ Cells are tagged with nbdev-style directives on their first lines:
 """
 from __future__ import annotations
 
-import argparse
 import ast
-import os
 import re
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 import yaml
-
-from transformer_lib.runtime import BUDGET_ENV, BUDGETS, run_budget
 
 __all__ = [
     "BookError",
@@ -42,8 +36,7 @@ __all__ = [
     "check",
     "colab_links",
     "colab_problems",
-    "run",
-    "main",
+    "select_chapters",
 ]
 
 DIRECTIVES = ("default_exp", "export", "exporti", "hide")
@@ -369,218 +362,3 @@ def select_chapters(book: Book, names: list[str]) -> list[Chapter]:
             listing = ", ".join(f"{n} ({Path(c.file).stem})" for n, c in enumerate(book.chapters, 1))
             raise BookError(f"no chapter {name!r} in book.yml; chapters: {listing}")
     return chosen
-
-
-def settle_streams(outputs: list) -> list:
-    """Outputs as a terminal would leave them: consecutive pieces of one stream joined, and each line only what
-    follows its last carriage return, so that a progress bar is kept as its final state, not as every redraw."""
-    settled = []
-    for output in outputs:
-        if output.get("output_type") == "stream" and settled and settled[-1].get("output_type") == "stream" \
-                and settled[-1].get("name") == output.get("name"):
-            settled[-1]["text"] += output["text"]
-        else:
-            settled.append(output)
-    for output in settled:
-        if output.get("output_type") == "stream" and "\r" in output["text"]:
-            output["text"] = "\n".join(line.rsplit("\r", 1)[-1] for line in output["text"].split("\n"))
-    return settled
-
-
-class _Progress:
-    """Which cell of a chapter runs, and for how long: a line every `every` seconds while one cell runs long."""
-
-    def __init__(self, label: str, cells: list, out, every: float = 60.0):
-        import threading
-
-        self.label, self.out, self.every = label, out, every
-        self.code = [i for i, c in enumerate(cells) if c.cell_type == "code"]
-        self.index, self.cell, self.started = None, None, time.perf_counter()
-        self.cell_started = self.started
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, daemon=True)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-
-    def on_cell_start(self, cell, cell_index, **_):
-        self.index, self.cell, self.cell_started = cell_index, cell, time.perf_counter()
-
-    def where(self) -> str:
-        if self.index is None:
-            return "before the first cell"
-        number = self.code.index(self.index) + 1 if self.index in self.code else "?"
-        first = next((line for line in self.cell.source.splitlines() if line.strip() and not line.startswith("#")), "")
-        return f"cell {self.index} (code cell {number} of {len(self.code)}: {first.strip()[:60]})"
-
-    def line(self, now: float) -> str | None:
-        """What to print at time `now` (perf_counter seconds): None unless a cell has run `every` seconds."""
-        cell = now - self.cell_started
-        if self.index is None or cell < self.every:
-            return None
-        return f"{self.label}: {_clock(now - self.started)} in, {self.where()} running for {_clock(cell)}"
-
-    def _beat(self):
-        while not self._stop.wait(self.every):
-            line = self.line(time.perf_counter())
-            if line:
-                print(line, file=self.out, flush=True)
-
-
-def _clock(seconds: float) -> str:
-    minutes, seconds = divmod(int(seconds), 60)
-    return f"{minutes}m{seconds:02d}s"
-
-
-def _failure(err: BaseException, where: str, timeout: int) -> str:
-    """One line saying why a cell stopped the run."""
-    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
-
-    if isinstance(err, CellTimeoutError):
-        return f"{where} ran past the time-out of {timeout}s (--timeout)"
-    if isinstance(err, DeadKernelError):
-        return f"the kernel died in {where} (out of memory?)"
-    if isinstance(err, KeyboardInterrupt):
-        return f"interrupted {where if where.startswith('before') else 'in ' + where}"
-    if isinstance(err, CellExecutionError):
-        return f"{where} raised {err.ename}: {(err.evalue or '').splitlines()[0] if err.evalue else ''}".rstrip(": ")
-    return f"{where}: {type(err).__name__}: {err}"
-
-
-def run(book: Book, chapters: list[Chapter], budget: str | None = None, timeout: int = 1800, out=None,
-        record: bool = False, every: float = 60.0) -> None:
-    """Execute chapters in order with the given budget and write them back with outputs.
-
-    While a cell runs longer than `every` seconds a line says which one and for how long. A failing cell, a
-    time-out, a dead kernel or Ctrl-C ends the run with a BookError naming the chapter and the cell; the chapter's
-    file is left as it was. With `record`, each chapter's time goes into docs/runs.json (claims.record_run).
-    """
-    out = out or sys.stdout
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellControlSignal, DeadKernelError
-
-    from transformer_lib.runtime import machine
-
-    budget = run_budget(budget)
-    previous = os.environ.get(BUDGET_ENV)
-    os.environ[BUDGET_ENV] = budget  # the kernels inherit it
-    try:
-        for number, chapter in enumerate(chapters, 1):
-            path = book.root / chapter.file
-            label = f"[{number}/{len(chapters)}] {chapter.title} ({chapter.file}), budget {budget}"
-            print(f"{label} ...", file=out, flush=True)
-            nb = nbformat.read(path, as_version=4)
-            start = time.perf_counter()
-            with _Progress(f"[{number}/{len(chapters)}] {chapter.title}", nb.cells, out, every) as progress:
-                client = NotebookClient(
-                    nb, timeout=timeout, kernel_name="python3", record_timing=False,
-                    resources={"metadata": {"path": str(path.parent)}}, on_cell_start=progress.on_cell_start,
-                )
-                try:
-                    client.execute()
-                except (CellControlSignal, DeadKernelError, KeyboardInterrupt) as err:
-                    print(f"{label}: FAILED", file=out, flush=True)
-                    raise BookError(f"{chapter.file} failed under budget {budget}: "
-                                    f"{_failure(err, progress.where(), timeout)}; the file was left as it was") from None
-            seconds = time.perf_counter() - start
-            for cell in nb.cells:
-                if CORPUS_OUTPUT_TAG in cell.get("metadata", {}).get("tags", []):
-                    cell.outputs = []  # shown to the reader who runs it, never committed
-                elif cell.cell_type == "code":
-                    cell.outputs = settle_streams(cell.outputs)
-            _write_atomic(path, nbformat.writes(nb) + "\n")
-            if record:
-                from transformer_lib.claims import record_run
-
-                record_run(book, chapter, budget, seconds, machine())
-            print(f"{label}: done in {seconds:.1f}s", file=out, flush=True)
-    finally:
-        if previous is None:
-            os.environ.pop(BUDGET_ENV, None)
-        else:
-            os.environ[BUDGET_ENV] = previous
-
-
-def _positive_seconds(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number of seconds, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be at least 1 second, got {value}")
-    return value
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m transformer_lib.book", description=__doc__.split("\n")[0])
-    parser.add_argument("--root", type=Path, default=None, help="the book's folder (default: nearest with book.yml)")
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("export", help="write the package modules from the notebooks")
-    sub.add_parser("check", help="exit 1 when the package and the notebooks disagree")
-    readme_p = sub.add_parser("readme", help="rewrite the generated blocks of README.md and docs/ from the recorded results")
-    readme_p.add_argument("--check", action="store_true", help="change nothing; exit 1 when a block is stale")
-    run_p = sub.add_parser("run", help="execute chapters in order and save them with outputs")
-    run_p.add_argument("--budget", choices=[*BUDGETS, "auto"], default=None,
-                       help=f"run budget (default: ${BUDGET_ENV}, else book.yml default_budget)")
-    run_p.add_argument("--timeout", type=_positive_seconds, default=1800, help="seconds a cell may run (default 1800)")
-    run_p.add_argument("--record", action="store_true",
-                       help="write each chapter's time to docs/runs.json (the run-time table of docs/running.md)")
-    run_p.add_argument("chapters", nargs="*", help="chapter numbers, file stems or module names (default: all)")
-    fig_p = sub.add_parser("figures", help="redraw the diagrams into docs/figures/ and into their chapters")
-    fig_p.add_argument("chapters", nargs="*", help="only these chapters' notebooks (default: all)")
-    html_p = sub.add_parser("html", help="build the book as a static website from the committed notebooks")
-    html_p.add_argument("--out", type=Path, default=None, help="the site's folder (default: site/ in the book)")
-    args = parser.parse_args(argv)
-    try:
-        book = load_book(args.root)
-        if args.command == "export":
-            written = export(book)
-            for path in written:
-                print(f"wrote {path.relative_to(book.root)}")
-            print(f"{len(book.chapters)} chapters exported, {len(written)} modules changed")
-        elif args.command == "check":
-            problems = check(book)
-            if problems:
-                print("\n".join(problems), file=sys.stderr)
-                print("The book is out of date: run `python -m transformer_lib.book export` for the package, "
-                      "`... book figures` for the pictures, as each line above says.", file=sys.stderr)
-                return 1
-            print(f"book check: {len(book.chapters)} chapters and their modules agree")
-        elif args.command == "readme":
-            from transformer_lib.claims import readme_problems, write_readme
-
-            if args.check:
-                problems = readme_problems(book)
-                if problems:
-                    print("\n".join(problems), file=sys.stderr)
-                    return 1
-                print("README.md and docs/: generated blocks agree with the recorded results")
-            else:
-                print("README.md and docs/: generated blocks " + ("rewritten" if write_readme(book) else "already current"))
-        elif args.command == "figures":
-            from transformer_lib.diagrams import sync_figures
-
-            chapters = select_chapters(book, args.chapters) if args.chapters else None
-            changed = sync_figures(book, chapters=chapters)
-            print(f"figures: {len(changed)} files changed")
-        elif args.command == "html":
-            from transformer_lib.website import build_site
-
-            out = args.out if args.out is not None else book.root / "site"
-            build_site(book, out)
-            print(f"open {out / 'index.html'}, or serve it: python -m http.server -d {out}")
-        else:
-            run(book, select_chapters(book, args.chapters), args.budget, args.timeout, record=args.record)
-    except (BookError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

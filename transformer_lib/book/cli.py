@@ -1,0 +1,90 @@
+# Hand-written tool module (not generated from a notebook).
+"""The book's command line: python -m transformer_lib.book COMMAND (see transformer_lib.book)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from transformer_lib.book import BookError, check, export, load_book, select_chapters
+from transformer_lib.runtime import BUDGET_ENV, BUDGETS
+
+__all__ = ["main"]
+
+
+def _positive_seconds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number of seconds, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be at least 1 second, got {value}")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m transformer_lib.book", description="The book's exporter and runner, driven by book.yml.")
+    parser.add_argument("--root", type=Path, default=None, help="the book's folder (default: nearest with book.yml)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("export", help="write the package modules from the notebooks")
+    sub.add_parser("check", help="exit 1 when the package and the notebooks disagree")
+    readme_p = sub.add_parser("readme", help="rewrite the generated blocks of README.md and docs/ from the recorded results")
+    readme_p.add_argument("--check", action="store_true", help="change nothing; exit 1 when a block is stale")
+    run_p = sub.add_parser("run", help="execute chapters in order and save them with outputs")
+    run_p.add_argument("--budget", choices=[*BUDGETS, "auto"], default=None,
+                       help=f"run budget (default: ${BUDGET_ENV}, else book.yml default_budget)")
+    run_p.add_argument("--timeout", type=_positive_seconds, default=1800, help="seconds a cell may run (default 1800)")
+    run_p.add_argument("--record", action="store_true",
+                       help="write each chapter's time to docs/runs.json (the run-time table of docs/running.md)")
+    run_p.add_argument("chapters", nargs="*", help="chapter numbers, file stems or module names (default: all)")
+    fig_p = sub.add_parser("figures", help="redraw the diagrams into docs/figures/ and into their chapters")
+    fig_p.add_argument("chapters", nargs="*", help="only these chapters' notebooks (default: all)")
+    html_p = sub.add_parser("html", help="build the book as a static website from the committed notebooks")
+    html_p.add_argument("--out", type=Path, default=None, help="the site's folder (default: site/ in the book)")
+    args = parser.parse_args(argv)
+    try:
+        book = load_book(args.root)
+        if args.command == "export":
+            written = export(book)
+            for path in written:
+                print(f"wrote {path.relative_to(book.root)}")
+            print(f"{len(book.chapters)} chapters exported, {len(written)} modules changed")
+        elif args.command == "check":
+            problems = check(book)
+            if problems:
+                print("\n".join(problems), file=sys.stderr)
+                print("The book is out of date: run `python -m transformer_lib.book export` for the package, "
+                      "`... book figures` for the pictures, as each line above says.", file=sys.stderr)
+                return 1
+            print(f"book check: {len(book.chapters)} chapters and their modules agree")
+        elif args.command == "readme":
+            from transformer_lib.claims import readme_problems, write_readme
+
+            if args.check:
+                problems = readme_problems(book)
+                if problems:
+                    print("\n".join(problems), file=sys.stderr)
+                    return 1
+                print("README.md and docs/: generated blocks agree with the recorded results")
+            else:
+                print("README.md and docs/: generated blocks " + ("rewritten" if write_readme(book) else "already current"))
+        elif args.command == "figures":
+            from transformer_lib.diagrams import sync_figures
+
+            chapters = select_chapters(book, args.chapters) if args.chapters else None
+            changed = sync_figures(book, chapters=chapters)
+            print(f"figures: {len(changed)} files changed")
+        elif args.command == "html":
+            from transformer_lib.website import build_site
+
+            out = args.out if args.out is not None else book.root / "site"
+            build_site(book, out)
+            print(f"open {out / 'index.html'}, or serve it: python -m http.server -d {out}")
+        else:
+            from transformer_lib.book.runner import run
+
+            run(book, select_chapters(book, args.chapters), args.budget, args.timeout, record=args.record)
+    except (BookError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,76 @@
+# Hand-written tool module (not generated from a notebook).
+"""Input checks: chapter 7's classes and functions (transformer_lib.decoding).
+
+The key/value cache's length, beam searches, sentences to translate and the vocabularies that must fit
+the model (check_vocabs imports chapter 6's Vocab where it is used), and attention maps.
+"""
+from __future__ import annotations
+
+from transformer_lib.checks.core import check_ints
+
+__all__ = [
+    "check_cache_length", "check_search", "check_vocabs", "check_sentences", "check_source_lengths",
+    "check_attention_ids", "check_attention_kind", "check_map_labels",
+]
+
+
+def check_cache_length(t: int, max_len: int) -> None:
+    """DecoderCache's next step t must have a position in the model's table of max_len."""
+    if t >= max_len:
+        raise ValueError(f"cannot decode past the model's max_len={max_len} target positions; "
+                         "ask for fewer tokens (max_len) or build the model with a larger max_len")
+
+
+def check_search(search) -> None:
+    """translate_tokens' search: None (chapter 7's decoding) or a callable like beam_search."""
+    if search is not None and not callable(search):
+        raise TypeError("search must be None or a callable like beam_search (e.g. FastBeamSearch(model)), "
+                        f"got {type(search).__name__}")
+
+
+def check_vocabs(model, src_vocab, tgt_vocab) -> None:
+    """The vocabularies must be Vocabs of the sizes the model's embeddings and generator were built for."""
+    from transformer_lib.data import Vocab  # chapter 6's class; imported here, where it is used
+
+    sizes = {"src_vocab": model.src_embed[0].vocab_size, "tgt_vocab": model.generator.proj.out_features}
+    for name, vocab in (("src_vocab", src_vocab), ("tgt_vocab", tgt_vocab)):
+        if not isinstance(vocab, Vocab):
+            raise TypeError(f"{name} must be a Vocab, got {type(vocab).__name__}")
+        if len(vocab) != sizes[name]:
+            raise ValueError(f"{name} has {len(vocab)} tokens, but the model was built for {name}={sizes[name]}")
+
+
+def check_sentences(sentences, beam_size, model, src_vocab, tgt_vocab, batch_size: int = 1) -> None:
+    """translate_tokens' inputs: a list of sentences (not one str), a beam size and a batch size, vocabularies
+    that fit the model."""
+    if isinstance(sentences, str):
+        raise TypeError("sentences must be a list of strings; use translate() for a single sentence")
+    check_ints(beam_size=beam_size, batch_size=batch_size)
+    check_vocabs(model, src_vocab, tgt_vocab)
+
+
+def check_source_lengths(ids: list, max_len: int) -> None:
+    """Every tokenized source must fit the model's positions; the first that does not is named."""
+    for i, sentence in enumerate(ids):
+        if len(sentence) > max_len:
+            raise ValueError(f"sentence {i} has {len(sentence):,} tokens, more than the model's {max_len:,} "
+                             "positions (max_len); split it into shorter sentences")
+
+
+def check_attention_ids(src_ids, tgt_ids) -> None:
+    """attention_maps' sentence pair: at least one token id each."""
+    if not src_ids or not tgt_ids:
+        raise ValueError("src_ids and tgt_ids must each hold at least one token id")
+
+
+def check_attention_kind(kind, kinds) -> None:
+    """One of the kinds of attention map."""
+    if kind not in kinds:
+        raise ValueError(f"kind must be one of {list(kinds)}, got {kind!r}")
+
+
+def check_map_labels(kind: str, shape, rows: str, row_tokens, cols: str, col_tokens) -> None:
+    """A (layers, heads, rows, columns) map needs a token label per row and per column."""
+    if tuple(shape[2:]) != (len(row_tokens), len(col_tokens)):
+        raise ValueError(f"{kind} maps are {shape[2]} x {shape[3]}, but there are {len(row_tokens)} {rows} "
+                         f"and {len(col_tokens)} {cols} tokens")

@@ -1,0 +1,56 @@
+# Hand-written tool module (not generated from a notebook).
+"""Input checks: chapter 11's classes and functions (transformer_lib.modern).
+
+RoPE's tables and inputs, grouped-query attention's head counts and BlockConfig.
+"""
+from __future__ import annotations
+
+import torch
+
+from transformer_lib.checks.core import _shape, check_int, check_ints
+from transformer_lib.checks.attention import check_heads
+from transformer_lib.checks.gpt import check_gpt_config
+
+__all__ = ["check_rope", "check_rope_input", "check_gqa", "check_block_config"]
+
+
+def check_rope(context, d_k) -> None:
+    """rope_angles' sizes: positive, and d_k even (RoPE turns pairs of dimensions)."""
+    check_ints(context=context, d_k=d_k)
+    if d_k % 2:
+        raise ValueError(f"d_k={d_k} must be even: RoPE rotates pairs of dimensions")
+
+
+def check_rope_input(x, angles) -> None:
+    """apply_rope's inputs: x (B, h, T, d_k) and angles (T, d_k / 2), one row per position of x."""
+    if not isinstance(x, torch.Tensor) or x.dim() != 4:
+        raise ValueError(f"x must be (batch, heads, positions, d_k), heads already split; got {_shape(x)}")
+    if not isinstance(angles, torch.Tensor) or angles.dim() != 2 or angles.size(1) * 2 != x.size(-1):
+        raise ValueError(f"angles must be (positions, d_k / 2) = (T, {x.size(-1) // 2}) for x of shape "
+                         f"{tuple(x.shape)}, got {_shape(angles)}")
+    if angles.size(0) != x.size(2):
+        raise ValueError(f"angles has {angles.size(0)} positions and x {x.size(2)}: a sequence past the RoPE table "
+                         "(rope_angles(context, ...)) or the wrong rows of it")
+
+
+def check_gqa(d_model, n_heads, n_kv_heads, dropout) -> None:
+    """Grouped-query attention: MultiHeadAttention's checks, and n_kv_heads dividing n_heads."""
+    check_heads(d_model, n_heads, dropout)
+    check_int("n_kv_heads", n_kv_heads)
+    if n_heads % n_kv_heads:
+        raise ValueError(f"n_heads={n_heads} is not divisible by n_kv_heads={n_kv_heads}; each key/value head "
+                         "serves n_heads // n_kv_heads query heads")
+
+
+def check_block_config(config) -> None:
+    """BlockConfig: GPTConfig's sizes, each switch one of its names, n_kv_heads dividing n_heads."""
+    check_gpt_config(config)
+    for name, allowed in (("norm", ("layer", "rms")), ("ffn", ("relu", "swiglu")), ("positions", ("sinusoidal", "rope"))):
+        if getattr(config, name) not in allowed:
+            raise ValueError(f"{name} must be one of {allowed}, got {getattr(config, name)!r}")
+    if config.n_kv_heads is not None:
+        check_gqa(config.d_model, config.n_heads, config.n_kv_heads, config.dropout)
+    if not isinstance(config.bias, bool):
+        raise TypeError(f"bias must be True or False, got {config.bias!r}")
+    if config.positions == "rope":
+        check_rope(config.context, config.d_model // config.n_heads)

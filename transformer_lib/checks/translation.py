@@ -1,0 +1,180 @@
+# Hand-written tool module (not generated from a notebook).
+"""Input checks: chapter 8's classes and functions (transformer_lib.translation).
+
+Strings to translate, BLEU's inputs, recipes, training runs and their resumable states, and the shipped
+model's file.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from transformer_lib.checks.core import check_int, check_number, check_positive, check_probability, check_unicode
+
+__all__ = [
+    "check_strings", "check_bleu_inputs", "check_carried_vocabs", "check_recipe", "check_recipe_fields",
+    "check_training_run", "check_shared_vocab", "check_resumable", "check_one_source", "check_training_state",
+    "check_resume_data", "check_shipped_model",
+]
+
+
+def check_strings(sentences) -> list:
+    """translate's sentences: a list (or other iterable, not a dict) of str, each valid Unicode; as a list."""
+    if isinstance(sentences, (bytes, bytearray, dict)) or not hasattr(sentences, "__iter__"):
+        raise TypeError(f"sentence must be a string or a list of strings, got {type(sentences).__name__}")
+    sentences = list(sentences)
+    for i, s in enumerate(sentences):
+        if not isinstance(s, str):
+            raise TypeError(f"sentence must be a string or a list of strings; item {i} is {type(s).__name__}")
+        check_unicode(f"sentence {i}", s)
+    return sentences
+
+
+def check_bleu_inputs(hypotheses, references) -> None:
+    """bleu's inputs: one token list per reference sentence, and some references."""
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
+    if any(isinstance(h, str) for h in hypotheses):
+        raise TypeError("hypotheses must be lists of tokens (as translate_tokens returns), not strings")
+    if not references:
+        raise ValueError("references is empty")
+
+
+def check_carried_vocabs(model, src_vocab, tgt_vocab) -> None:
+    """translate needs vocabularies: given, or carried by the model."""
+    if (src_vocab is None or tgt_vocab is None) and getattr(model, "vocabs", None) is None:
+        raise ValueError("model carries no vocabularies: pass src_vocab and tgt_vocab, "
+                         "or load the model with load_checkpoint")
+
+
+def check_recipe(r) -> None:
+    """A Recipe's values, each by its field name."""
+    for name in ("n_layers", "d_model", "d_ff", "n_heads", "min_freq", "max_tokens", "epochs", "warmup",
+                 "accum_steps", "beam_size", "average_last", "bleu_every"):
+        check_int(name, getattr(r, name))
+    for name in ("train_pairs", "eval_pairs", "subwords"):
+        if getattr(r, name, None) is not None:
+            check_int(name, getattr(r, name))
+    check_int("seed", r.seed, low=0)
+    if r.seed >= 2**32:
+        raise ValueError(f"seed must be in [0, 2**32), got {r.seed}")
+    if r.d_model % r.n_heads:
+        raise ValueError(f"d_model={r.d_model} is not divisible by n_heads={r.n_heads}")
+    for name in ("norm_first", "shared_vocab", "lower", "fast"):
+        if not isinstance(getattr(r, name), bool):
+            raise TypeError(f"{name} must be True or False, got {type(getattr(r, name)).__name__} {getattr(r, name)!r}")
+    check_probability("dropout", r.dropout)
+    check_probability("smoothing", r.smoothing)
+    check_probability("bpe_dropout", r.bpe_dropout)
+    if r.bpe_dropout and not r.subwords:
+        raise ValueError(f"bpe_dropout={r.bpe_dropout} leaves out BPE merges, but subwords is {r.subwords!r} (whole "
+                         "words); set subwords to a number of merges, or bpe_dropout=0")
+    for name in ("factor", "length_penalty") + (("clip_norm",) if r.clip_norm is not None else ()):
+        check_number(name, getattr(r, name))
+    check_positive("factor", r.factor)
+    if r.clip_norm is not None and not r.clip_norm > 0:
+        raise ValueError(f"clip_norm must be positive or None, got {r.clip_norm!r}")
+    if not r.length_penalty >= 0:
+        raise ValueError(f"length_penalty must be >= 0 (0: plain log-probability), got {r.length_penalty!r}")
+
+
+def check_recipe_fields(values: dict, known: list[str]) -> None:
+    """Recipe.from_dict's keys: fields a Recipe has."""
+    unknown = set(values) - set(known)
+    if unknown:
+        raise ValueError(f"unknown Recipe fields: {sorted(unknown)}")
+
+
+def check_training_run(recipe, recipe_type: type, data, data_type: type, out_dir, speedup=None) -> None:
+    """train_translation's inputs: a Recipe, prepared data (or None), an out_dir that is not a file, and for a fast
+    recipe the function that makes it fast."""
+    if not isinstance(recipe, recipe_type):
+        raise TypeError(f"recipe must be a Recipe, e.g. RECIPES['smoke'], got {type(recipe).__name__} {recipe!r}")
+    if recipe.fast and not callable(speedup):
+        raise ValueError("recipe.fast=True trains on chapter 9's fast path: pass speedup=speed_up (from "
+                         "transformer_lib.fast import speed_up), or train with dataclasses.replace(recipe, fast=False)")
+    if data is not None and not isinstance(data, data_type):
+        raise TypeError(f"data must be a TranslationData from prepare_data(recipe), got {type(data).__name__}")
+    if data is not None and recipe.bpe_dropout and len(data.train_text) != len(data.train):
+        raise ValueError(f"recipe.bpe_dropout={recipe.bpe_dropout} cuts the raw training pairs afresh every epoch, but "
+                         f"data.train_text holds {len(data.train_text)} of the {len(data.train)}; build data with "
+                         "prepare_data(recipe)")
+    if Path(out_dir).exists() and not Path(out_dir).is_dir():
+        raise ValueError(f"out_dir={str(out_dir)!r} is a file; give a folder for the checkpoints")
+
+
+def check_shared_vocab(shared_vocab: bool, src_vocab, tgt_vocab) -> None:
+    """A recipe with one shared vocabulary needs data built with one."""
+    if shared_vocab and src_vocab.itos != tgt_vocab.itos:
+        raise ValueError("recipe.shared_vocab is True but data has two vocabularies; build data with this recipe")
+
+
+def check_resumable(path, saved: dict, recipe: dict) -> None:
+    """A training state may be resumed by the recipe that wrote it, with any number of epochs."""
+    changed = sorted(k for k, v in recipe.items() if k != "epochs" and saved[k] != v)
+    if changed:
+        raise ValueError(f"{path} was trained with a different recipe ({', '.join(changed)} differ); "
+                         "use another out_dir or resume=False")
+
+
+def check_one_source(sources: dict) -> None:
+    """prepare_data's splits must all be Multi30k or all the offline corpus: a test set of generated sentences
+    must never be scored and called test2016 because one file was missing or corrupt."""
+    offline = {split: source for split, source in sources.items() if source.startswith("OFFLINE")}
+    if offline and len(offline) < len(sources):
+        found = ", ".join(split for split in sources if split not in offline)
+        split, note = next(iter(offline.items()))
+        reason = note.split(": ", 1)[1].split(". Using ")[0]
+        raise ValueError(f"Multi30k {found} found, but not {', '.join(offline)}: {reason}. Mixing Multi30k with "
+                         "the offline corpus would report scores that are neither; fix that file and run again")
+
+
+_STATE_ENTRIES = {"recipe": dict, "epoch": int, "history": list, "seconds": (int, float), "param_groups": list,
+                  "scheduler": dict}
+
+
+def check_training_state(path, info: dict) -> None:
+    """A training state's entries, as save_training_state wrote them for train_translation."""
+    if "config" in info and "src_vocab" in info and "recipe" not in info:
+        raise ValueError(f"{path} is a checkpoint, not a training state; the state of a run is its "
+                         "state.safetensors (delete this file, or pass resume=False, to start over)")
+    for name, kind in _STATE_ENTRIES.items():
+        if name not in info:
+            raise ValueError(f"{path} lacks {name}: not a training state written by train_translation; "
+                             "delete it (or pass resume=False) to start over")
+        if not isinstance(info[name], kind) or isinstance(info[name], bool):
+            raise ValueError(f"{path}: its {name} is {type(info[name]).__name__}, not what train_translation "
+                             "writes; delete it (or pass resume=False) to start over")
+    if info["epoch"] < 1 or len(info["history"]) != info["epoch"] or not all(
+            isinstance(h, dict) and isinstance(h.get("epoch"), int) for h in info["history"]):
+        raise ValueError(f"{path}: its history does not list epochs 1 to {info['epoch']}; delete it "
+                         "(or pass resume=False) to start over")
+
+
+def check_resume_data(path, info: dict, tensors: dict, model, src_vocab, tgt_vocab) -> None:
+    """The run in path must have been trained with these vocabularies (same tokens, same ids): resuming with
+    others would silently give every word another id. States written before they held the vocabularies are
+    checked by the shapes of their weights."""
+    for name, vocab in (("src_vocab", src_vocab), ("tgt_vocab", tgt_vocab)):
+        saved = info.get(name)
+        if saved is not None and saved != vocab.itos:
+            if not isinstance(saved, list) or len(saved) != len(vocab):
+                what = f"{len(saved) if isinstance(saved, list) else '?'} tokens there, {len(vocab)} in the data"
+            else:
+                i = next(i for i, (a, b) in enumerate(zip(saved, vocab.itos)) if a != b)
+                what = f"same size, but id {i} is {saved[i]!r} there and {vocab.itos[i]!r} in the data"
+            raise ValueError(f"{path} was trained with another {name} ({what}); resume with the data it was "
+                             "trained on, or use another out_dir (or resume=False) to start over")
+    state = model.state_dict()
+    for key, t in tensors.items():
+        name = key[len("model."):]
+        if key.startswith("model.") and (name not in state or state[name].shape != t.shape):
+            raise ValueError(f"{path} holds a model of another shape ({name} {tuple(t.shape)}, here "
+                             f"{tuple(state[name].shape) if name in state else 'absent'}): other vocabularies or "
+                             "model; resume with the data it was trained on, or use another out_dir")
+
+
+def check_shipped_model(path) -> None:
+    """The checkpoint the package ships must be there."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: this copy of transformer_lib was installed without its data; "
+                                "reinstall it, or train a model with `python -m transformer_lib.train multi30k`")
