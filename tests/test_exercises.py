@@ -10,10 +10,11 @@ import pytest
 import torch
 
 from transformer_lib.book import load_book
-from transformer_lib.exercises import EXERCISES, check, verdict
+from transformer_lib.exercises import all_exercises, check, verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = load_book(ROOT)
+EXERCISES = all_exercises()  # every chapter's checks (a chapter's `check` loads only its own)
 
 
 def solutions(chapter: int):
@@ -475,3 +476,19 @@ def test_a_check_leaves_the_readers_random_state_alone():
     torch.manual_seed(123)
     verdict("9.1", solutions(9).fuse_qkv)
     assert torch.equal(torch.rand(3), expected)
+
+
+def test_a_chapters_check_imports_no_later_chapter():
+    """check("2.1", ...) in a fresh interpreter loads chapter 2's checks, and no module of a later chapter."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom transformer_lib.exercises import check\ncheck('2.1', None)\n"
+            "print(sorted(m for m in sys.modules if m.startswith('transformer_lib.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "Exercise 2.1" in out and "not solved yet" in out
+    loaded = out.splitlines()[-1]
+    assert "transformer_lib.exercises.ch02" in loaded
+    for later in ("exercises.ch03", "exercises.ch10", "transformer_lib.gpt", "transformer_lib.translation",
+                  "transformer_lib.data"):
+        assert later not in loaded, f"{later} was imported by chapter 2's check"

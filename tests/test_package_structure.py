@@ -1,4 +1,5 @@
-"""The package is organised like the book: no import cycle, no module importing a later chapter, no module too long.
+"""The package is organised like the book: no import cycle, no module importing a later chapter, no module too long,
+and no chapter importing what a later chapter builds.
 
 The import graph is read from the source, every `import` and `from ... import` of transformer_lib counted, those
 inside functions too (an import deferred to call time is still a dependency). A module belongs to a chapter when it
@@ -9,6 +10,7 @@ imports. A module of chapter n may import nothing that reaches past chapter n.
 import ast
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from transformer_lib.book import load_book
@@ -140,7 +142,37 @@ def test_the_checks_are_organised_like_the_chapters():
     assert not GRAPH["transformer_lib.checks"], "the package's __init__ imports nothing"
 
 
+def notebook_imports(source: str) -> set[str]:
+    """The package's modules a notebook cell imports (IPython's magics and shell lines left out)."""
+    code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
+    found = set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+    return {m for m in found if m in MODULES and m != "transformer_lib"}
+
+
+@pytest.mark.parametrize("chapter", BOOK.chapters, ids=[c.module for c in BOOK.chapters])
+def test_a_chapter_imports_only_what_it_or_an_earlier_chapter_built(chapter):
+    """Every import of every code cell, from the package, reaches no chapter after this one (book.yml's order)."""
+    number, reached = CHAPTER[chapter.module], reach(GRAPH)
+    nb = nbformat.read(ROOT / chapter.file, as_version=4)
+    found = [f"cell {i} imports {m}, which reaches chapter {reached[m]}"
+             for i, cell in enumerate(nb.cells) if cell.cell_type == "code"
+             for m in sorted(notebook_imports(cell.source)) if reached[m] > number]
+    assert not found, f"{chapter.file} (chapter {number}): " + "; ".join(found)
+
+
 # ---------------------------------------------------------------------------------- the checks see what they are for
+def test_a_notebook_import_of_a_later_chapter_is_found():
+    cell = "%matplotlib inline\nfrom transformer_lib.translation import pretrained\nimport transformer_lib.fast\n"
+    assert notebook_imports(cell) == {"transformer_lib.translation", "transformer_lib.fast"}
+    assert reach(GRAPH)["transformer_lib.fast"] == CHAPTER["fast"]
+
+
+
 def test_the_graph_reads_every_kind_of_import():
     sources = {"transformer_lib.attention": "from transformer_lib.checks.attention import check_qkv\n",
                "transformer_lib.checks.attention": "import torch\nfrom .core import check_int\n",

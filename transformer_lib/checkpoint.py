@@ -1,22 +1,25 @@
 # Hand-written tool module (not generated from a notebook).
-"""The checkpoint format: what save_checkpoint writes and what reading one back checks, in one place.
+"""The checkpoint format: what save_checkpoint writes, and load_checkpoint, which reads it back and checks it.
 
 A checkpoint is a safetensors file whose metadata holds the model's config, both vocabularies, the tokenizers
 and free-form info as JSON. Reading one checks each entry before a model is built, and compares the shapes the
 config describes (built on the meta device, no memory) with the file's tensors. It sits above the model
-(chapter 4) and the data (chapter 6), which it imports where it uses them; chapter 8's save_checkpoint and
-load_checkpoint call it.
+(chapter 4) and the data (chapter 6), which it imports where it uses them, so that chapter 7 can load the model
+the package ships; chapter 8 writes checkpoints (save_checkpoint) and trains the shipped model.
 """
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import torch
 
+from transformer_lib.checks.core import as_device, check_file
 from transformer_lib.checks.decoding import check_vocabs
+from transformer_lib.files import load_tensors, read_safetensors
 
 __all__ = [
-    "check_checkpoint", "check_checkpoint_metadata", "read_checkpoint_metadata", "read_checkpoint_tokenizers",
+    "PRETRAINED_FILE", "pretrained_path", "load_checkpoint", "check_checkpoint", "check_checkpoint_metadata", "read_checkpoint_metadata", "read_checkpoint_tokenizers",
     "check_checkpoint_shapes", "check_checkpoint_vocabs", "read_checkpoint",
 ]
 
@@ -158,3 +161,32 @@ def read_checkpoint(path, metadata: dict, tensors: dict) -> tuple:
     tokenizers = read_checkpoint_tokenizers(path, metadata, src_vocab, tgt_vocab, info.get("lower", True),
                                             tokenizer_from_dict)
     return config, src_vocab, tgt_vocab, info, tokenizers
+
+
+PRETRAINED_FILE = "multi30k_de_en.safetensors"
+
+
+def pretrained_path() -> Path:
+    """Where the package keeps the shipped checkpoint (chapter 8 trains it)."""
+    from importlib.resources import files
+
+    return Path(str(files("transformer_lib") / "pretrained" / PRETRAINED_FILE))
+
+
+def load_checkpoint(path, device="cpu"):
+    """(model, src_vocab, tgt_vocab, info) from a file written by save_checkpoint; the model is in eval mode and
+    carries its vocabularies and tokenizers (model.vocabs, model.tokenizers).
+
+    A file that is truncated, corrupt, not written by save_checkpoint, or whose metadata does not describe its
+    weights raises ValueError naming the file, before a model is built.
+    """
+    from transformer_lib.model import build_model  # chapter 4's, imported where it is used
+
+    path, device = Path(path), as_device("device", device)
+    check_file(path)
+    tensors, metadata = read_safetensors(path)  # the file read once, checked against its sha256
+    config, src_vocab, tgt_vocab, info, tokenizers = read_checkpoint(path, metadata, tensors)  # every entry checked
+    model = build_model(config)
+    load_tensors(model, tensors, path)  # a ValueError naming the file where they do not fit
+    model.vocabs, model.tokenizers, model.lower = (src_vocab, tgt_vocab), tokenizers, info.get("lower", True)
+    return model.to(device).eval(), src_vocab, tgt_vocab, info

@@ -8,7 +8,6 @@ __all__ = [
     'TranslationData',
     'prepare_data',
     'save_checkpoint',
-    'load_checkpoint',
     'average_checkpoints',
     'translate',
     'BleuScore',
@@ -16,9 +15,7 @@ __all__ = [
     'evaluate_bleu',
     'TrainingRun',
     'train_translation',
-    'PRETRAINED_FILE',
     'Pretrained',
-    'pretrained_path',
     'pretrained',
 ]
 
@@ -34,14 +31,13 @@ import torch
 from torch import nn
 
 from transformer_lib.checks import translation as checks  # one line per entry point: its inputs, checked
-from transformer_lib.checks.core import as_device, as_dtype, as_paths, check_file
-from transformer_lib.checkpoint import check_checkpoint, read_checkpoint
+from transformer_lib.checks.core import as_device, as_dtype, as_paths
+from transformer_lib.checkpoint import check_checkpoint, load_checkpoint, pretrained_path
 from transformer_lib.data import (SubwordTokenizer, Tokenizer, Vocab, bucket_batches, detokenize, encode_pairs,
                                   load_translation_data, subword_tokenizers, tokenizer_from_dict)
 from transformer_lib.decoding import translate_tokens
-from transformer_lib.files import (load_tensors, read_safetensors, read_training_state, restore_training_state,
-                                   save_training_state, write_safetensors)
-from transformer_lib.model import EncoderDecoder, ModelConfig, build_model, make_model
+from transformer_lib.files import read_training_state, restore_training_state, save_training_state, write_safetensors
+from transformer_lib.model import EncoderDecoder, ModelConfig, make_model
 from transformer_lib.runtime import default_device, seed_everything
 from transformer_lib.training import LabelSmoothing, evaluate, make_optimizer, train_epoch
 
@@ -163,24 +159,7 @@ def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab, dtype: torc
     return write_safetensors(path, lambda tmp, meta: save_model(model, str(tmp), meta), metadata)
 
 
-# %% notebooks/08_translation.ipynb cell 15
-def load_checkpoint(path, device="cpu"):
-    """(model, src_vocab, tgt_vocab, info) from a file written by save_checkpoint; the model is in eval mode.
-
-    A file that is truncated, corrupt, not written by save_checkpoint, or whose metadata does not describe its
-    weights raises ValueError naming the file, before a model is built.
-    """
-    path, device = Path(path), as_device("device", device)
-    check_file(path)
-    tensors, metadata = read_safetensors(path)  # the file read once, checked against its sha256
-    config, src_vocab, tgt_vocab, info, tokenizers = read_checkpoint(path, metadata, tensors)  # every entry checked
-    model = build_model(config)
-    load_tensors(model, tensors, path)  # a ValueError naming the file where they do not fit
-    model.vocabs, model.tokenizers, model.lower = (src_vocab, tgt_vocab), tokenizers, info.get("lower", True)
-    return model.to(device).eval(), src_vocab, tgt_vocab, info
-
-
-# %% notebooks/08_translation.ipynb cell 19
+# %% notebooks/08_translation.ipynb cell 18
 def average_checkpoints(paths, device="cpu"):
     """(model, src_vocab, tgt_vocab, info) whose weights are the mean of the checkpoints' weights; the checkpoints
     must share config and vocabularies (the last epochs of one run); info is the last one's."""
@@ -197,7 +176,7 @@ def average_checkpoints(paths, device="cpu"):
     return model, src_vocab, tgt_vocab, info
 
 
-# %% notebooks/08_translation.ipynb cell 21
+# %% notebooks/08_translation.ipynb cell 20
 def translate(model, sentence, beam_size: int = 5, src_vocab: Vocab | None = None, tgt_vocab: Vocab | None = None,
               lower: bool | None = None):
     """Translate a raw German sentence (or a list of them) into English text.
@@ -217,7 +196,7 @@ def translate(model, sentence, beam_size: int = 5, src_vocab: Vocab | None = Non
     return texts[0] if single else texts
 
 
-# %% notebooks/08_translation.ipynb cell 23
+# %% notebooks/08_translation.ipynb cell 22
 @dataclass
 class BleuScore:
     """BLEU two ways: sacreBLEU on detokenized text, and on the tokenized, lowercased text tutorials report."""
@@ -259,7 +238,7 @@ def evaluate_bleu(model, pairs: list[tuple[str, str]], src_tok: Tokenizer, src_v
     return bleu(hyps, [en for _, en in pairs], lowercase, tgt_tok)
 
 
-# %% notebooks/08_translation.ipynb cell 27
+# %% notebooks/08_translation.ipynb cell 26
 @dataclass
 class TrainingRun:
     """What train_translation returns: the chosen model, and how it got there."""
@@ -285,7 +264,7 @@ def _build(recipe: Recipe, data: TranslationData, device, speedup):
     return model, criterion, optimizer, scheduler, bf16
 
 
-# %% notebooks/08_translation.ipynb cell 29
+# %% notebooks/08_translation.ipynb cell 28
 def _epoch_batches(recipe: Recipe, data: TranslationData, epoch: int, rank: int, world: int, device) -> list:
     """This process's share of the epoch's shuffled buckets, the same number for every process."""
     torch.manual_seed(recipe.seed * 100_003 + epoch * 1_009 + rank)  # dropout: per epoch and process
@@ -313,7 +292,7 @@ def _save_epoch(out_dir: Path, recipe: Recipe, data: TranslationData, model, opt
     (out_dir / f"epoch_{epoch - recipe.average_last:03d}.safetensors").unlink(missing_ok=True)
 
 
-# %% notebooks/08_translation.ipynb cell 31
+# %% notebooks/08_translation.ipynb cell 30
 def _resume(path: Path, recipe: Recipe, data: TranslationData, model, optimizer, scheduler) -> tuple[int, list, float]:
     """Restore the state written after the last finished epoch; returns (epoch, history, seconds)."""
     tensors, info = read_training_state(path)  # refuses a file that is damaged
@@ -324,7 +303,7 @@ def _resume(path: Path, recipe: Recipe, data: TranslationData, model, optimizer,
     return info["epoch"], info["history"], info["seconds"]
 
 
-# %% notebooks/08_translation.ipynb cell 33
+# %% notebooks/08_translation.ipynb cell 32
 def _finish(recipe: Recipe, out_dir: Path, data: TranslationData, history: list, device, log) -> TrainingRun:
     """Average the last checkpoints, keep the better of average and last epoch as model.safetensors."""
     final = out_dir / "model.safetensors"
@@ -354,7 +333,7 @@ def _finish(recipe: Recipe, out_dir: Path, data: TranslationData, history: list,
     return TrainingRun(model, data, history, scores, final)
 
 
-# %% notebooks/08_translation.ipynb cell 35
+# %% notebooks/08_translation.ipynb cell 34
 def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = None, resume: bool = True,
                       device=None, progress=True, log=print, speedup=None) -> TrainingRun:
     """Train a translation model by `recipe`, writing checkpoints to `out_dir`.
@@ -416,23 +395,13 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
     return run
 
 
-# %% notebooks/08_translation.ipynb cell 49
-PRETRAINED_FILE = "multi30k_de_en.safetensors"
-
-
+# %% notebooks/08_translation.ipynb cell 48
 class Pretrained(NamedTuple):
     """The shipped model with what it needs to read German and write English."""
     model: EncoderDecoder  # carries its vocabularies and tokenizers, so translate(model, sentence) works
     src_tok: Tokenizer
     tgt_tok: Tokenizer
     info: dict  # the recipe, the training history and the scores of the run that made it
-
-
-def pretrained_path() -> Path:
-    """Where the package keeps the shipped checkpoint."""
-    from importlib.resources import files
-
-    return Path(str(files("transformer_lib") / "pretrained" / PRETRAINED_FILE))
 
 
 def pretrained(device="cpu") -> Pretrained:

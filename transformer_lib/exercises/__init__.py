@@ -5,9 +5,11 @@ Each check runs the reader's answer against properties and references (never aga
 and says in one sentence what is wrong, that it passes, or, while the stub still raises NotImplementedError (or the
 answer is still None), that it is not solved yet. Worked solutions are in `solutions/`; `tests/test_exercises.py`
 proves that each passes its check and that the mistakes a learner makes fail it with the intended sentence.
+
+A chapter's checks live in transformer_lib.exercises.chNN and are imported when `check` first meets one of that
+chapter's numbers, so that chapter 2's `check` imports nothing of chapter 10 (all_exercises() imports them all).
 """
 
-from transformer_lib.exercises.core import EXERCISES, Wrong, check, verdict
-from transformer_lib.exercises import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11  # noqa: F401  (each registers its checks)
+from transformer_lib.exercises.core import EXERCISES, Wrong, all_exercises, check, verdict
 
-__all__ = ["Wrong", "EXERCISES", "verdict", "check"]
+__all__ = ["Wrong", "EXERCISES", "all_exercises", "verdict", "check"]

@@ -30,10 +30,34 @@ def _exercise(number: str, title: str):
     return register
 
 
+def _load_chapter(number) -> None:
+    """Import the checks of exercise `number`'s chapter (transformer_lib.exercises.chNN registers them), so that a
+    chapter's `check` loads its own chapter's checks and nothing of a later chapter."""
+    import importlib
+    import importlib.util
+
+    chapter = number.split(".")[0] if isinstance(number, str) else ""
+    name = f"transformer_lib.exercises.ch{int(chapter):02d}" if chapter.isdigit() else None
+    if name and importlib.util.find_spec(name) is not None:
+        importlib.import_module(name)
+
+
+def all_exercises() -> dict[str, Exercise]:
+    """Every chapter's exercises, number -> Exercise (each chapter's checks imported)."""
+    import pkgutil
+    from pathlib import Path
+
+    for module in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        if module.name.startswith("ch") and module.name[2:].isdigit():
+            _load_chapter(f"{int(module.name[2:])}.1")
+    return EXERCISES
+
+
 def verdict(number: str, answer) -> tuple[bool, str]:
     """(passed, sentence) for the answer to exercise `number`."""
+    _load_chapter(number)
     if number not in EXERCISES:
-        raise ValueError(f"number must be one of {sorted(EXERCISES)}, got {number!r}")
+        raise ValueError(f"number must be one of {sorted(all_exercises())}, got {number!r}")
     ex = EXERCISES[number]
     head = f"Exercise {number} ({ex.title})"
     unsolved = f"{head}: not solved yet (put your code in place of `raise NotImplementedError`, run the cell again)"
