@@ -399,6 +399,12 @@ def _(tmp):
                   T.make_optimizer(model, 8)[0], progress=False)
 
 
+@case("optimizer_step(model, group, ...)", "a step whose targets are all padding", ValueError, "no target tokens")
+def _(tmp):
+    model = tiny_model()
+    T.optimizer_step(model, [T.Batch(ids([2, 3]), ids([1, 0, 0]))], T.LabelSmoothing(11, 0), T.make_optimizer(model, 8)[0])
+
+
 @case("evaluate(model, batches, criterion)", "no batches at all", ValueError, "batches", "empty")
 def _(tmp): T.evaluate(tiny_model(), [], T.LabelSmoothing(11, 0))
 
@@ -487,7 +493,7 @@ def _(tmp): tiny_vocab().encode("ein hund")
 def _(tmp): tiny_vocab().decode([4, 11])
 
 
-@case("Vocab.load(path)", "a file that is not a vocabulary", ValueError, "not a vocabulary")
+@case("Vocab.load(path)", "a file that is not a vocabulary", ValueError, "not a Vocab written by Vocab.save")
 def _(tmp):
     (tmp / "v.json").write_text('{"words": []}')
     D.Vocab.load(tmp / "v.json")
@@ -497,7 +503,7 @@ def _(tmp):
 def _(tmp): D.Vocab.load(tmp / "vocab.json")
 
 
-@case("Vocab.load(path)", "a truncated vocabulary file", ValueError, "not a vocabulary")
+@case("Vocab.load(path)", "a truncated vocabulary file", ValueError, "not a Vocab written by Vocab.save")
 def _(tmp):
     (tmp / "v.json").write_text(tiny_vocab().to_json()[:20])
     D.Vocab.load(tmp / "v.json")

@@ -23,6 +23,7 @@ __all__ = [
 ]
 
 # %% notebooks/06_data.ipynb cell 3
+import functools
 import heapq
 import json
 import random
@@ -37,7 +38,7 @@ from transformer_lib.checks.core import check_int, check_probability
 from transformer_lib.checks.data import (check_bpe, check_dropout_tokenizers, check_examples, check_text,
                                          check_token_list, check_token_lists, check_tokenizer_dict, check_vocab_id,
                                          check_vocab_tokens, check_word_counts)
-from transformer_lib.files import write_atomically
+from transformer_lib.files import JsonFile
 from transformer_lib.multi30k import (DataUnavailable, load_multi30k,  # finding and verifying the files, and the
                                       offline_corpus)  # stand-in for them (hand-written)
 from transformer_lib.training import Batch
@@ -90,8 +91,9 @@ class Tokenizer:
 
 
 # %% notebooks/06_data.ipynb cell 14
-class Vocab:
-    """Token <-> id, with the specials <unk> 0, <pad> 1, <s> 2, </s> 3. Build it from the training split only."""
+class Vocab(JsonFile):
+    """Token <-> id, with the specials <unk> 0, <pad> 1, <s> 2, </s> 3. Build it from the training split only.
+    save(path), load(path), to_json() and from_json(text) come from transformer_lib.files.JsonFile."""
     UNK, PAD, BOS, EOS = SPECIALS = ("<unk>", "<pad>", "<s>", "</s>")
 
     def __init__(self, tokens: list[str]):
@@ -102,9 +104,7 @@ class Vocab:
     @classmethod
     def build(cls, sentences, min_freq: int = 2) -> "Vocab":
         """From tokenized sentences; tokens seen fewer than min_freq times map to <unk>. Most frequent first."""
-        check_int("min_freq", min_freq)
-        sentences = list(sentences)
-        check_token_lists(sentences)
+        sentences = check_token_lists(sentences, min_freq)  # a list of token lists
         counts = Counter(t for sentence in sentences for t in sentence)
         kept = sorted((t for t, c in counts.items() if c >= min_freq and t not in cls.SPECIALS),
                       key=lambda t: (-counts[t], t))
@@ -129,26 +129,8 @@ class Vocab:
                 out.append(self.itos[i])
         return out
 
-    def to_json(self) -> str:
-        return json.dumps({"tokens": self.itos}, ensure_ascii=False)
-
-    @classmethod
-    def from_json(cls, text: str) -> "Vocab":
-        try:
-            return cls(json.loads(text)["tokens"])
-        except (ValueError, KeyError, TypeError) as err:
-            raise ValueError(f"text is not a vocabulary written by Vocab.to_json ({type(err).__name__}: {err})") from None
-
-    def save(self, path) -> None:
-        write_atomically(path, lambda tmp: tmp.write_text(self.to_json(), encoding="utf-8"))
-
-    @classmethod
-    def load(cls, path) -> "Vocab":
-        try:
-            return cls.from_json(Path(path).read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as err:
-            raise ValueError(f"{path} is not a vocabulary written by Vocab.save; it may be truncated or corrupt "
-                             f"({err})") from None
+    def to_dict(self) -> dict:
+        return {"tokens": self.itos}
 
 
 # %% notebooks/06_data.ipynb cell 20
@@ -204,18 +186,23 @@ def merge_pair(symbols: list[str], pair: tuple[str, str]) -> list[str]:
 
 
 # %% notebooks/06_data.ipynb cell 27
+def _pair_index(words: list[list[str]], freq: list[int]) -> tuple[Counter, defaultdict]:
+    """{pair: its count over the pre-tokens} and {pair: the indices of the pre-tokens that hold it}."""
+    pairs, where = Counter(), defaultdict(set)
+    for i, symbols in enumerate(words):
+        for pair in zip(symbols, symbols[1:]):
+            pairs[pair] += freq[i]
+            where[pair].add(i)
+    return pairs, where
+
+
 def learn_bpe(word_counts: dict, n_merges: int) -> list[tuple[str, str]]:
     """The first n_merges merges BPE learns from {pre-token: count}, in the order learned (fewer if no pair
     is left). Each is the most frequent adjacent pair of symbols at its turn; ties go to the smaller pair."""
     check_word_counts(word_counts)
     check_int("n_merges", n_merges, low=0)
-    words = [initial_symbols(w) for w in word_counts]
-    freq = list(word_counts.values())
-    pairs, where = Counter(), defaultdict(set)  # pair -> its count; pair -> the pre-tokens that hold it
-    for i, symbols in enumerate(words):
-        for pair in zip(symbols, symbols[1:]):
-            pairs[pair] += freq[i]
-            where[pair].add(i)
+    words, freq = [initial_symbols(w) for w in word_counts], list(word_counts.values())
+    pairs, where = _pair_index(words, freq)  # pair -> its count; pair -> the pre-tokens that hold it
     heap = [(-count, pair) for pair, count in pairs.items()]
     heapq.heapify(heap)
     merges = []
@@ -244,16 +231,16 @@ def learn_bpe(word_counts: dict, n_merges: int) -> list[tuple[str, str]]:
 
 
 # %% notebooks/06_data.ipynb cell 33
-class BPE:
+class BPE(JsonFile):
     """Byte-pair encoding: merges learned from pre-tokens, replayed to cut a pre-token into symbols. `merges` are
     (left, right) symbol pairs in the order learned (learn_bpe); `alphabet` holds the characters of the training
-    text, each a symbol alone and with SPACE."""
+    text, each a symbol alone and with SPACE. save(path) and load(path) come from transformer_lib.files.JsonFile."""
 
     def __init__(self, merges, alphabet: str):
         check_bpe(merges, alphabet, SPACE)
         self.merges, self.alphabet = [tuple(m) for m in merges], "".join(sorted(set(alphabet)))
         self.rank = {pair: i for i, pair in reversed(list(enumerate(self.merges)))}  # a pair learned twice: its first
-        self._cache = {}
+        self._cached = functools.lru_cache(maxsize=200_000)(self._merge)  # a translator meets endless new words
 
     @classmethod
     def learn(cls, word_counts: dict, n_merges: int) -> "BPE":
@@ -264,20 +251,17 @@ class BPE:
     def encode_word(self, word: str, dropout: float = 0.0, rng: random.Random | None = None) -> list[str]:
         """A pre-token's symbols: while an adjacent pair is a merge, join the one learned first. With `dropout`
         (BPE-dropout, for training), each step leaves each merge out with that probability (drawn from `rng`)."""
-        if dropout or word not in self._cache:
-            symbols, rng = initial_symbols(word), rng or random
-            while len(symbols) > 1:
-                pairs = [p for p in zip(symbols, symbols[1:]) if p in self.rank]
-                pairs = [p for p in pairs if not (dropout and rng.random() < dropout)]  # BPE-dropout
-                if not pairs:  # no merge applies, or every one that does was left out
-                    break
-                symbols = merge_pair(symbols, min(pairs, key=self.rank.__getitem__))
-            if dropout:
-                return symbols
-            if len(self._cache) > 200_000:  # a long-running translator meets endless new words
-                self._cache.clear()
-            self._cache[word] = symbols
-        return self._cache[word]
+        return self._merge(word, dropout, rng or random) if dropout else list(self._cached(word))
+
+    def _merge(self, word: str, dropout: float = 0.0, rng=random) -> list[str]:
+        symbols = initial_symbols(word)
+        while len(symbols) > 1:
+            pairs = [p for p in zip(symbols, symbols[1:]) if p in self.rank]
+            pairs = [p for p in pairs if not (dropout and rng.random() < dropout)]  # BPE-dropout
+            if not pairs:  # no merge applies, or every one that does was left out
+                break
+            symbols = merge_pair(symbols, min(pairs, key=self.rank.__getitem__))
+        return symbols
 
     @property
     def symbols(self) -> list[str]:
@@ -291,17 +275,6 @@ class BPE:
 
     def to_dict(self) -> dict:
         return {"merges": [list(m) for m in self.merges], "alphabet": self.alphabet}
-
-    def save(self, path) -> None:
-        write_atomically(path, lambda tmp: tmp.write_text(json.dumps(self.to_dict(), ensure_ascii=False), "utf-8"))
-
-    @classmethod
-    def load(cls, path) -> "BPE":
-        try:
-            values = json.loads(Path(path).read_text(encoding="utf-8"))
-            return cls(values["merges"], values["alphabet"])
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as err:
-            raise ValueError(f"{path} is not a BPE written by BPE.save ({type(err).__name__}: {err})") from None
 
 
 # %% notebooks/06_data.ipynb cell 35

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 __all__ = [
-    "write_atomically", "sha256_of", "safetensors_digest", "write_safetensors", "read_safetensors",
+    "JsonFile", "write_atomically", "sha256_of", "safetensors_digest", "write_safetensors", "read_safetensors",
     "read_safetensors_metadata", "load_tensors",
     "save_training_state", "read_training_state", "restore_training_state",
 ]
@@ -235,3 +235,44 @@ def restore_training_state(tensors: dict, info: dict, model, optimizer, schedule
     torch.set_rng_state(tensors["rng.cpu"])
     if "rng.cuda" in tensors and torch.cuda.is_available():
         torch.cuda.set_rng_state(tensors["rng.cuda"])
+
+
+class JsonFile:
+    """save(path) and load(path), to_json() and from_json(text) for a class with to_dict(), whose constructor takes
+    that dict's entries (Vocab, BPE): the file written atomically, and a file that is not one of its kind refused with
+    a ValueError naming it."""
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False)
+
+    @classmethod
+    def from_dict(cls, values):
+        """cls(**values), a KeyError naming the first missing entry the constructor needs."""
+        import inspect
+
+        if not isinstance(values, dict):
+            raise TypeError(f"expected a JSON object, got {type(values).__name__}")
+        needed = [n for n, p in inspect.signature(cls).parameters.items() if p.default is inspect.Parameter.empty]
+        missing = [n for n in needed if n not in values]
+        if missing:
+            raise KeyError(missing[0])
+        return cls(**values)
+
+    @classmethod
+    def from_json(cls, text: str):
+        try:
+            return cls.from_dict(json.loads(text))
+        except (ValueError, KeyError, TypeError) as err:
+            raise ValueError(f"text is not a {cls.__name__} written by {cls.__name__}.to_json "
+                             f"({type(err).__name__}: {err})") from None
+
+    def save(self, path) -> None:
+        write_atomically(path, lambda tmp: tmp.write_text(self.to_json(), encoding="utf-8"))
+
+    @classmethod
+    def load(cls, path):
+        try:
+            return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as err:
+            raise ValueError(f"{path} is not a {cls.__name__} written by {cls.__name__}.save; it may be truncated or "
+                             f"corrupt ({type(err).__name__}: {err})") from None

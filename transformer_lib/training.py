@@ -8,6 +8,7 @@ __all__ = [
     'rate',
     'make_optimizer',
     'loss_sum',
+    'optimizer_step',
     'train_epoch',
     'evaluate',
     'greedy_decode',
@@ -33,7 +34,6 @@ from transformer_lib.checks.core import check_ints
 from transformer_lib.checks.training import (check_batch, check_copy_task, check_decoding, check_label_smoothing,
                                              check_loss_inputs, check_rate, check_training_batch, check_training_options)
 from transformer_lib.model import EncoderDecoder, make_model
-from transformer_lib.runtime import all_reduce_sum, world_size
 
 
 # %% notebooks/05_training.ipynb cell 7
@@ -140,53 +140,59 @@ def loss_sum(model: EncoderDecoder, batch: Batch, criterion) -> torch.Tensor:
     return criterion(log_probs.reshape(-1, log_probs.size(-1)), batch.tgt_out.reshape(-1))
 
 
+# %% notebooks/05_training.ipynb cell 28
+def optimizer_step(model: EncoderDecoder, group: list, criterion, optimizer, clip_norm: float | None = 1.0,
+                   total=None) -> tuple[float, int]:
+    """One optimizer step on the micro-batches of `group`; returns (mean loss per token, tokens in the step).
+
+    Gradient accumulation is exact: each micro-batch is weighted by its share of the step's tokens, so k micro-batches
+    give the update one batch holding all of them gives. `total(x)` sums x over the training processes (default: one
+    process); DistributedDataParallel averages the processes' gradients, so each one's loss is scaled by their number.
+    """
+    total = total or (lambda x: x)
+    for batch in group:
+        check_training_batch(batch)
+    n_tokens, world = int(total(sum(b.n_tokens for b in group))), int(total(1))
+    if n_tokens == 0:
+        raise ValueError("a step's batches hold no target tokens (all padding)")
+    step_loss = 0.0
+    for batch in group:
+        loss = loss_sum(model, batch, criterion) * world / n_tokens  # this micro-batch's share of the step's mean
+        loss.backward()
+        step_loss += loss.item() / world
+    if clip_norm is not None:
+        nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return total(step_loss), n_tokens
+
+
 def train_epoch(model: EncoderDecoder, batches, criterion, optimizer, scheduler=None, accum_steps: int = 1,
                 clip_norm: float | None = 1.0, history: list | None = None, progress=True,
-                desc: str = "train") -> float:
-    """One pass over `batches`, one optimizer step per `accum_steps` batches; returns the mean loss per token.
+                desc: str = "train", total=None) -> float:
+    """One pass over `batches`, one optimizer_step per `accum_steps` batches; returns the mean loss per token.
 
-    Gradient accumulation is exact: the micro-batches of one step are weighted by their share of that step's
-    tokens, so k micro-batches give the same update as one batch holding all of them; the scheduler moves once
-    per optimizer step, not per micro-batch. Each step appends {step, loss, lr, tokens} to `history`.
-    Under DistributedDataParallel (`model` wrapped in it) the token count of a step is summed over all processes,
-    so that N processes take the step one process would take on all N processes' batches.
-    `progress` is True for a progress bar of this epoch, False for none, or a tqdm bar to advance (and not close).
+    The scheduler moves once per optimizer step, not per micro-batch. Each step appends {step, loss, lr, tokens} to
+    `history`. `progress` is True for a progress bar of this epoch, False for none, or a tqdm bar to advance (and
+    not close). `total` sums a number over the training processes (optimizer_step; chapter 8).
     """
     check_training_options(accum_steps, clip_norm)
     model.train()
-    batches = iter(batches)
-    total_loss, total_tokens, start = 0.0, 0, time.perf_counter()
+    batches, total_loss, total_tokens, start = iter(batches), 0.0, 0, time.perf_counter()
     own_bar = not isinstance(progress, tqdm)
     bar = tqdm(desc=desc, unit="step", disable=not progress, mininterval=1.0) if own_bar else progress
     while group := list(itertools.islice(batches, accum_steps)):
-        for batch in group:
-            check_training_batch(batch)
-        n_tokens, world = sum(b.n_tokens for b in group), world_size(model)
-        if world > 1:  # DDP averages gradients over processes: weight each by world / (all processes' tokens)
-            n_tokens = int(all_reduce_sum(float(n_tokens), group[0].src.device))
-        if n_tokens == 0:
-            raise ValueError("a step's batches hold no target tokens (all padding)")
-        step_loss = 0.0
-        for batch in group:
-            loss = loss_sum(model, batch, criterion) * world / n_tokens  # this micro-batch's share of the step's mean
-            loss.backward()
-            step_loss += loss.item() / world
-        if world > 1:
-            step_loss = all_reduce_sum(step_loss, group[0].src.device)
-        if clip_norm is not None:
-            nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
         lr = optimizer.param_groups[0]["lr"]
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+        step_loss, n_tokens = optimizer_step(model, group, criterion, optimizer, clip_norm, total)
         if scheduler is not None:
             scheduler.step()
         total_loss, total_tokens = total_loss + step_loss * n_tokens, total_tokens + n_tokens
-        elapsed = time.perf_counter() - start
         if history is not None:
             step = history[-1]["step"] + 1 if history else 1
             history.append({"step": step, "loss": step_loss, "lr": lr, "tokens": n_tokens})
         bar.update()
-        bar.set_postfix(loss=f"{step_loss:.3f}", tok_s=f"{total_tokens / elapsed:,.0f}", lr=f"{lr:.1e}", refresh=False)
+        rate_now = total_tokens / (time.perf_counter() - start)
+        bar.set_postfix(loss=f"{step_loss:.3f}", tok_s=f"{rate_now:,.0f}", lr=f"{lr:.1e}", refresh=False)
     if own_bar:
         bar.close()
     if not total_tokens:
@@ -194,7 +200,7 @@ def train_epoch(model: EncoderDecoder, batches, criterion, optimizer, scheduler=
     return total_loss / total_tokens
 
 
-# %% notebooks/05_training.ipynb cell 26
+# %% notebooks/05_training.ipynb cell 30
 @torch.no_grad()
 def evaluate(model: EncoderDecoder, batches, criterion) -> float:
     """Mean loss per target token over `batches`, in eval mode, without gradients."""
@@ -209,7 +215,7 @@ def evaluate(model: EncoderDecoder, batches, criterion) -> float:
     return total_loss / max(total_tokens, 1)
 
 
-# %% notebooks/05_training.ipynb cell 28
+# %% notebooks/05_training.ipynb cell 32
 @torch.no_grad()
 def greedy_decode(model: EncoderDecoder, src: torch.Tensor, src_mask: torch.Tensor, max_len: int,
                   start_symbol: int, end_symbol: int | None = None) -> torch.Tensor:
@@ -241,7 +247,7 @@ def greedy_decode(model: EncoderDecoder, src: torch.Tensor, src_mask: torch.Tens
     return ys
 
 
-# %% notebooks/05_training.ipynb cell 30
+# %% notebooks/05_training.ipynb cell 34
 COPY_PAD, COPY_START = 0, 1  # the copy task's special ids; symbols are 2 .. vocab_size - 1
 
 
@@ -260,7 +266,7 @@ def sequence_accuracy(model: EncoderDecoder, batch: Batch, start_symbol: int = C
     return (out == batch.tgt_out).all(dim=1).float().mean().item()
 
 
-# %% notebooks/05_training.ipynb cell 32
+# %% notebooks/05_training.ipynb cell 36
 @dataclass
 class CopyTaskResult:
     model: EncoderDecoder

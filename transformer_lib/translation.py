@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import torch
+import torch.distributed as dist
 from torch import nn
 
 from transformer_lib.checks import translation as checks  # one line per entry point: its inputs, checked
@@ -38,7 +39,7 @@ from transformer_lib.data import (SubwordTokenizer, Tokenizer, Vocab, bucket_bat
 from transformer_lib.decoding import translate_tokens
 from transformer_lib.files import read_training_state, restore_training_state, save_training_state, write_safetensors
 from transformer_lib.model import EncoderDecoder, ModelConfig, make_model
-from transformer_lib.runtime import default_device, seed_everything
+from transformer_lib.runtime import all_reduce_sum, default_device, seed_everything
 from transformer_lib.training import LabelSmoothing, evaluate, make_optimizer, train_epoch
 
 
@@ -348,8 +349,6 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
     the batches (a step sees N x accum_steps batches); process 0 alone evaluates BLEU and writes files. A fast
     recipe needs `speedup(model, criterion, device) -> (model, criterion, bf16)`, e.g. chapter 9's `speed_up`.
     """
-    import torch.distributed as dist
-
     checks.check_training_run(recipe, Recipe, data, TranslationData, out_dir, speedup)
     device = as_device("device", device) if device is not None else default_device()
     distributed = dist.is_available() and dist.is_initialized()
@@ -361,6 +360,7 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
     checks.check_shared_vocab(recipe.shared_vocab, data.src_vocab, data.tgt_vocab)
     model, criterion, optimizer, scheduler, bf16 = _build(recipe, data, device, speedup)
     trained = nn.parallel.DistributedDataParallel(model) if distributed else model
+    total = (lambda x: all_reduce_sum(float(x), device)) if distributed else None  # a number summed over processes
     val_examples = encode_pairs(data.val, data.src_tok, data.tgt_tok, data.src_vocab, data.tgt_vocab)
     val_batches = [b.to(device) for b in bucket_batches(val_examples, recipe.max_tokens, data.tgt_vocab.pad_idx,
                                                         shuffle=False)]
@@ -374,7 +374,7 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
         with torch.autocast(device.type, torch.bfloat16, enabled=bf16, cache_enabled=False):
             train_loss = train_epoch(trained, _epoch_batches(recipe, data, epoch, rank, world, device), criterion,
                                      optimizer, scheduler, recipe.accum_steps, clip_norm=recipe.clip_norm,
-                                     progress=progress and rank == 0, desc=f"epoch {epoch}")
+                                     progress=progress and rank == 0, desc=f"epoch {epoch}", total=total)
         val_loss = evaluate(model, val_batches, criterion)
         seconds += time.perf_counter() - start
         if rank == 0:

@@ -5,7 +5,7 @@ Splits, text, vocabularies, token lists, examples for batching, and BPE's merges
 """
 from __future__ import annotations
 
-from transformer_lib.checks.core import check_probability, check_unicode
+from transformer_lib.checks.core import check_int, check_probability, check_unicode
 
 __all__ = [
     "check_split", "check_text", "check_vocab_tokens", "check_token_lists", "check_token_list", "check_vocab_id",
@@ -34,12 +34,15 @@ def check_vocab_tokens(tokens, specials) -> None:
         raise ValueError("tokens must be unique")
 
 
-def check_token_lists(sentences: list) -> None:
-    """Vocab.build's sentences: lists of token strings, not raw text."""
+def check_token_lists(sentences, min_freq: int = 1) -> list:
+    """Vocab.build's sentences (lists of token strings, not raw text) as a list, and its min_freq (a positive int)."""
+    check_int("min_freq", min_freq)
+    sentences = list(sentences)
     for i, sentence in enumerate(sentences):
         if isinstance(sentence, str) or not all(isinstance(t, str) for t in sentence):
             raise TypeError(f"sentences must be lists of token strings (tokenize first); sentence {i} is "
                             f"{type(sentence).__name__} {str(sentence)[:40]!r}")
+    return sentences
 
 
 def check_token_list(tokens) -> None:
