@@ -110,8 +110,16 @@ HOSTILE = {
 def test_hostile_checkpoint_metadata_is_refused_before_a_model_is_built(checkpoint, monkeypatch, case):
     changes, message = HOSTILE[case]
     rewrite(checkpoint, **changes)
-    built = []
-    monkeypatch.setattr(tr, "build_model", lambda config: built.append(config))  # must not be reached
+    import transformer_lib.model as model_module
+
+    built, real_build = [], model_module.build_model
+
+    def build_model(config):  # the shape check builds on the meta device; a real build must not be reached
+        if torch.empty(0).device.type != "meta":
+            built.append(config)
+        return real_build(config)
+
+    monkeypatch.setattr(model_module, "build_model", build_model)
     with pytest.raises(ValueError, match=message) as err:
         load_checkpoint(checkpoint)
     assert str(checkpoint) in str(err.value) and not built
