@@ -19,8 +19,8 @@ from transformer_lib.checks.decoding import check_vocabs
 from transformer_lib.files import load_tensors, read_safetensors
 
 __all__ = [
-    "PRETRAINED_FILE", "pretrained_path", "load_checkpoint", "check_checkpoint", "check_checkpoint_metadata", "read_checkpoint_metadata", "read_checkpoint_tokenizers",
-    "check_checkpoint_shapes", "check_checkpoint_vocabs", "read_checkpoint",
+    "PRETRAINED_FILE", "pretrained_path", "load_checkpoint", "check_checkpoint", "check_checkpoint_metadata",
+    "read_checkpoint_metadata", "read_checkpoint_tokenizers", "check_checkpoint_shapes", "check_checkpoint_vocabs", "read_checkpoint",
 ]
 
 
