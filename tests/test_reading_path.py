@@ -103,9 +103,8 @@ def test_chapter_1_opens_with_the_idea_not_with_checks():
     assert "class TokenEmbedding" in first_definition.source
 
 
-# Chapters 1 to 6 so far; chapter 7's DecoderCache (32) and beam_search (39) and chapter 8's Recipe (35) and
-# train_translation (45) are still longer, and join this test when they are cut down.
-SHORT_CHAPTERS = [c for c in BOOK.chapters[:6]]
+# Chapters 1 to 8, from embeddings to a trained translator; chapters 9 to 11 build fast paths and other models.
+SHORT_CHAPTERS = BOOK.chapters[:8]
 
 
 @pytest.mark.parametrize("chapter", SHORT_CHAPTERS, ids=[c.module for c in SHORT_CHAPTERS])
@@ -122,3 +121,18 @@ def test_the_line_count_sees_a_long_definition():
              "\n    # a comment\n    return x\n"
     node = ast.parse(source).body[0]
     assert code_lines(source, node) == 33  # the def, 31 steps and the return
+
+
+@pytest.mark.parametrize("module, machinery", [("training", "def train_epoch"), ("translation", "def train_translation")])
+def test_a_training_chapter_shows_the_short_loop_before_its_machinery(module, machinery):
+    """Chapters 5 and 8 run the bare training loop (forward, backward, step; at most 15 lines) on their data, with a
+    printed result, before the cell that defines the loop the rest of the book uses."""
+    chapter = next(c for c in BOOK.chapters if c.module == module)
+    cells = [c for c in nbformat.read(ROOT / chapter.file, as_version=4).cells if c.cell_type == "code"]
+    grown = next(i for i, c in enumerate(cells) if machinery in c.source)
+    short = [c for c in cells[:grown] if ".backward()" in c.source and not c.source.startswith("#| export")]
+    assert short, f"{chapter.file}: no training loop runs before {machinery}"
+    loop = ast.parse(short[0].source).body
+    loop = next(n for n in loop if isinstance(n, ast.For))
+    assert loop.end_lineno - loop.lineno + 1 <= 15
+    assert any(o.output_type == "stream" and o.text.strip() for o in short[0].outputs), "the loop shows no result"

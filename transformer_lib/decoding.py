@@ -35,6 +35,16 @@ def _attend(mha, x: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask=None) -
 
 
 # %% notebooks/07_decoding.ipynb cell 9
+def _embed_step(model, tokens: torch.Tensor, t: int) -> torch.Tensor:
+    """The decoder's input at step t: token embedding plus the position t (sinusoidal or learned), for (N, 1) tokens."""
+    token_embedding, positions = model.tgt_embed[0], model.tgt_embed[1]
+    check_cache_length(t, positions.max_len)
+    x = token_embedding(tokens)  # (N, 1, d_model)
+    if hasattr(positions, "pe"):  # sinusoidal
+        return positions.dropout(x + positions.pe[:, t : t + 1].to(x.dtype))
+    return positions.dropout(x + positions.embedding(torch.tensor([t], device=x.device)))
+
+
 class DecoderCache:
     """Incremental decoding: feeds the decoder one token at a time, reusing the keys and values of earlier steps.
 
@@ -56,22 +66,13 @@ class DecoderCache:
 
     def step(self, tokens: torch.Tensor) -> torch.Tensor:
         """Log-probabilities of the next token, (N, vocab), given the last tokens (N, 1)."""
-        x = self._embed(tokens)  # (N, 1, d_model)
+        x = _embed_step(self.model, tokens, self.t)  # (N, 1, d_model)
         for i, layer in enumerate(self.model.decoder.layers):
             x = layer.sublayers[0](x, lambda x: self._self_attend(i, layer.self_attn, x))
             x = layer.sublayers[1](x, lambda x: _attend(layer.src_attn, x, *self.cross[i], self.src_mask))
             x = layer.sublayers[2](x, layer.feed_forward)
         self.t += 1
         return self.model.generator(self.model.decoder.norm(x))[:, -1]  # (N, vocab)
-
-    def _embed(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Token embedding plus the position of step t, for (N, 1) tokens."""
-        token_embedding, positions = self.model.tgt_embed[0], self.model.tgt_embed[1]
-        check_cache_length(self.t, positions.max_len)
-        x = token_embedding(tokens)  # (N, 1, d_model)
-        if hasattr(positions, "pe"):  # sinusoidal
-            return positions.dropout(x + positions.pe[:, self.t : self.t + 1].to(x.dtype))
-        return positions.dropout(x + positions.embedding(torch.tensor([self.t], device=x.device)))
 
     def _self_attend(self, i: int, mha, x: torch.Tensor) -> torch.Tensor:
         """Append this step's key and value to layer i's cache, then attend over the whole cache."""
@@ -113,6 +114,29 @@ def greedy_decode_cached(model, src, src_mask, max_len: int, start_symbol: int, 
 
 
 # %% notebooks/07_decoding.ipynb cell 21
+def _next_beams(scores: torch.Tensor, log_probs: torch.Tensor, finished: torch.Tensor, end_symbol: int):
+    """One step of the search: the K best of each source's K x V extensions of its K hypotheses.
+
+    scores (B, K), the hypotheses' sums of log-probabilities; log_probs (B*K, V), the next token's. Returns the new
+    scores (B, K), and for each survivor the hypothesis it extends (B, K) and the token it adds (B, K).
+    """
+    B, K, V = scores.size(0), scores.size(1), log_probs.size(-1)
+    log_probs[finished] = float("-inf")  # a finished hypothesis only extends with </s>, at no cost
+    log_probs[finished, end_symbol] = 0.0
+    scores, flat = (scores.view(-1, 1) + log_probs).view(B, K * V).topk(K, dim=-1)  # (B, K) of K*V
+    return scores, flat // V, flat % V  # which hypothesis each survivor extends, with which token
+
+
+def _best_hypotheses(ys: torch.Tensor, scores: torch.Tensor, lengths: torch.Tensor, end_symbol: int,
+                     length_penalty: float) -> list[list[int]]:
+    """Per source, the hypothesis of ys (B*K, t) with the best score (B, K) divided by the length penalty."""
+    B, K = scores.shape
+    penalty = ((5.0 + lengths.float()) / 6.0) ** length_penalty  # (B*K,)
+    best = (scores.view(-1) / penalty).view(B, K).argmax(dim=-1)  # (B,)
+    rows = [ys[b * K + best[b], 1:].tolist() for b in range(B)]  # without the start symbol
+    return [row[: row.index(end_symbol) + 1] if end_symbol in row else row for row in rows]
+
+
 @torch.no_grad()
 def beam_search(model, src, src_mask, max_len: int, start_symbol: int, end_symbol: int, beam_size: int = 4,
                 length_penalty: float = 0.6) -> list[list[int]]:
@@ -136,13 +160,7 @@ def beam_search(model, src, src_mask, max_len: int, start_symbol: int, end_symbo
     lengths = torch.zeros(B * K, dtype=torch.long, device=src.device)  # tokens up to and including </s>
     finished = torch.zeros(B * K, dtype=torch.bool, device=src.device)
     for _ in range(max_len):
-        log_probs = cache.step(ys[:, -1:])  # (B*K, V)
-        V = log_probs.size(-1)
-        log_probs[finished] = float("-inf")  # a finished hypothesis only extends with </s>, at no cost
-        log_probs[finished, end_symbol] = 0.0
-        total = (scores.view(-1, 1) + log_probs).view(B, K * V)  # (B, K*V)
-        scores, flat = total.topk(K, dim=-1)  # (B, K)
-        beam, token = flat // V, flat % V  # which hypothesis each survivor extends, with which token
+        scores, beam, token = _next_beams(scores, cache.step(ys[:, -1:]), finished, end_symbol)  # each (B, K)
         index = (torch.arange(B, device=src.device).unsqueeze(1) * K + beam).view(-1)  # (B*K,)
         cache.reorder(index, same_sources=True)  # each survivor extends a beam of its own source
         ys = torch.cat([ys[index], token.view(-1, 1)], dim=1)
@@ -151,13 +169,7 @@ def beam_search(model, src, src_mask, max_len: int, start_symbol: int, end_symbo
         finished = finished | (token.view(-1) == end_symbol)
         if finished.all():
             break
-    penalty = ((5.0 + lengths.float()) / 6.0) ** length_penalty  # (B*K,)
-    best = (scores.view(-1) / penalty).view(B, K).argmax(dim=-1)  # (B,)
-    out = []
-    for b in range(B):
-        row = ys[b * K + best[b], 1:].tolist()
-        out.append(row[: row.index(end_symbol) + 1] if end_symbol in row else row)
-    return out
+    return _best_hypotheses(ys, scores, lengths, end_symbol, length_penalty)
 
 
 # %% notebooks/07_decoding.ipynb cell 27

@@ -9,6 +9,7 @@ damaged after it was written is refused, with a message naming it, instead of be
 """
 from __future__ import annotations
 
+import dataclasses
 import glob
 import hashlib
 import json
@@ -238,22 +239,31 @@ def restore_training_state(tensors: dict, info: dict, model, optimizer, schedule
 
 
 class JsonFile:
-    """save(path) and load(path), to_json() and from_json(text) for a class with to_dict(), whose constructor takes
-    that dict's entries (Vocab, BPE): the file written atomically, and a file that is not one of its kind refused with
-    a ValueError naming it."""
+    """save(path) and load(path), to_json() and from_json(text) for a class whose constructor takes the entries of its
+    to_dict() (Vocab, BPE, and chapter 8's Recipe, a dataclass whose to_dict is its fields): the file written
+    atomically, and a file that is not one of its kind refused with a ValueError naming it."""
+
+    def to_dict(self) -> dict:
+        """A dataclass's fields; Vocab and BPE write their own."""
+        return dataclasses.asdict(self)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False)
 
     @classmethod
     def from_dict(cls, values):
-        """cls(**values), a KeyError naming the first missing entry the constructor needs."""
+        """cls(**values): a ValueError naming the entries the constructor does not take, a KeyError naming the first
+        missing entry it needs."""
         import inspect
 
         if not isinstance(values, dict):
             raise TypeError(f"expected a JSON object, got {type(values).__name__}")
-        needed = [n for n, p in inspect.signature(cls).parameters.items() if p.default is inspect.Parameter.empty]
-        missing = [n for n in needed if n not in values]
+        params = {n: p for n, p in inspect.signature(cls).parameters.items()
+                  if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        unknown = sorted(set(values) - set(params))
+        if unknown:
+            raise ValueError(f"unknown {cls.__name__} fields: {unknown}")
+        missing = [n for n, p in params.items() if p.default is p.empty and n not in values]
         if missing:
             raise KeyError(missing[0])
         return cls(**values)

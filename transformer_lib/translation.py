@@ -23,7 +23,7 @@ __all__ = [
 import copy
 import json
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
@@ -37,7 +37,8 @@ from transformer_lib.checkpoint import check_checkpoint, load_checkpoint, pretra
 from transformer_lib.data import (SubwordTokenizer, Tokenizer, Vocab, bucket_batches, detokenize, encode_pairs,
                                   load_translation_data, subword_tokenizers, tokenizer_from_dict)
 from transformer_lib.decoding import translate_tokens
-from transformer_lib.files import read_training_state, restore_training_state, save_training_state, write_safetensors
+from transformer_lib.files import (JsonFile, read_training_state, restore_training_state, save_training_state,
+                                   write_safetensors)
 from transformer_lib.model import EncoderDecoder, ModelConfig, make_model
 from transformer_lib.runtime import all_reduce_sum, default_device, seed_everything
 from transformer_lib.training import LabelSmoothing, evaluate, make_optimizer, train_epoch
@@ -45,9 +46,10 @@ from transformer_lib.training import LabelSmoothing, evaluate, make_optimizer, t
 
 # %% notebooks/08_translation.ipynb cell 5
 @dataclass
-class Recipe:
+class Recipe(JsonFile):
     """Everything a Multi30k run depends on: model, data, optimization, evaluation. RECIPES holds one per run
-    budget; any field can be changed with dataclasses.replace."""
+    budget; any field can be changed with dataclasses.replace. to_dict, from_dict, save and load (JSON) come from
+    transformer_lib.files.JsonFile; from_dict refuses a field a Recipe does not have."""
     # the model (chapter 4)
     n_layers: int = 3
     d_model: int = 256
@@ -81,14 +83,6 @@ class Recipe:
 
     def __post_init__(self):
         checks.check_recipe(self)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, values: dict) -> "Recipe":
-        checks.check_recipe_fields(values, [f.name for f in fields(cls)])
-        return cls(**values)
 
 
 # %% notebooks/08_translation.ipynb cell 7
@@ -239,7 +233,7 @@ def evaluate_bleu(model, pairs: list[tuple[str, str]], src_tok: Tokenizer, src_v
     return bleu(hyps, [en for _, en in pairs], lowercase, tgt_tok)
 
 
-# %% notebooks/08_translation.ipynb cell 26
+# %% notebooks/08_translation.ipynb cell 28
 @dataclass
 class TrainingRun:
     """What train_translation returns: the chosen model, and how it got there."""
@@ -253,6 +247,7 @@ class TrainingRun:
 def _build(recipe: Recipe, data: TranslationData, device, speedup):
     """The model (seeded by the recipe), loss, optimizer and schedule a recipe asks for, and whether to train under
     bfloat16 autocast (`speedup` decides, for a fast recipe)."""
+    checks.check_shared_vocab(recipe.shared_vocab, data.src_vocab, data.tgt_vocab)
     seed_everything(recipe.seed)
     pad = data.tgt_vocab.pad_idx
     model = make_model(len(data.src_vocab), len(data.tgt_vocab), recipe.n_layers, recipe.d_model, recipe.d_ff,
@@ -265,7 +260,23 @@ def _build(recipe: Recipe, data: TranslationData, device, speedup):
     return model, criterion, optimizer, scheduler, bf16
 
 
-# %% notebooks/08_translation.ipynb cell 28
+def _processes(device, log):
+    """(rank, world, log, total) of this process: under torch.distributed, its rank among `world` processes, a log
+    that only process 0 writes to and `total(x)`, x summed over the processes; else (0, 1, log, None)."""
+    if not (dist.is_available() and dist.is_initialized()):
+        return 0, 1, log, None
+    rank = dist.get_rank()
+    return (rank, dist.get_world_size(), log if rank == 0 else (lambda *_: None),
+            lambda x: all_reduce_sum(float(x), device))
+
+
+def _validation_batches(recipe: Recipe, data: TranslationData, device) -> list:
+    """The validation pairs as batches on `device`, in a fixed order."""
+    examples = encode_pairs(data.val, data.src_tok, data.tgt_tok, data.src_vocab, data.tgt_vocab)
+    return [b.to(device) for b in bucket_batches(examples, recipe.max_tokens, data.tgt_vocab.pad_idx, shuffle=False)]
+
+
+# %% notebooks/08_translation.ipynb cell 30
 def _epoch_batches(recipe: Recipe, data: TranslationData, epoch: int, rank: int, world: int, device) -> list:
     """This process's share of the epoch's shuffled buckets, the same number for every process."""
     torch.manual_seed(recipe.seed * 100_003 + epoch * 1_009 + rank)  # dropout: per epoch and process
@@ -276,10 +287,11 @@ def _epoch_batches(recipe: Recipe, data: TranslationData, epoch: int, rank: int,
     return [b.to(device) for b in batches[: len(batches) // per_step * per_step][rank::world]]
 
 
-def _save_epoch(out_dir: Path, recipe: Recipe, data: TranslationData, model, optimizer, scheduler, entry: dict,
-                history: list, log) -> None:
+def _save_epoch(out_dir: Path, recipe: Recipe, data: TranslationData, model, optimizer, scheduler, history: list,
+                log, epoch: int, seconds: float, train_loss: float, val_loss: float) -> None:
     """Score (greedy BLEU, every bleu_every epochs), log, and write the epoch's checkpoint and the training state."""
-    epoch = entry["epoch"]
+    entry = {"epoch": epoch, "step": scheduler.last_epoch, "seconds": round(seconds, 1),
+             "train_loss": round(train_loss, 4), "val_loss": round(val_loss, 4)}
     if epoch % recipe.bleu_every == 0 or epoch == recipe.epochs:
         entry["val_bleu"] = round(evaluate_bleu(model, data.val, data.src_tok, data.src_vocab, data.tgt_vocab, 1,
                                                 lowercase=recipe.lower, tgt_tok=data.tgt_tok).tokenized, 2)
@@ -293,7 +305,7 @@ def _save_epoch(out_dir: Path, recipe: Recipe, data: TranslationData, model, opt
     (out_dir / f"epoch_{epoch - recipe.average_last:03d}.safetensors").unlink(missing_ok=True)
 
 
-# %% notebooks/08_translation.ipynb cell 30
+# %% notebooks/08_translation.ipynb cell 32
 def _resume(path: Path, recipe: Recipe, data: TranslationData, model, optimizer, scheduler) -> tuple[int, list, float]:
     """Restore the state written after the last finished epoch; returns (epoch, history, seconds)."""
     tensors, info = read_training_state(path)  # refuses a file that is damaged
@@ -304,7 +316,7 @@ def _resume(path: Path, recipe: Recipe, data: TranslationData, model, optimizer,
     return info["epoch"], info["history"], info["seconds"]
 
 
-# %% notebooks/08_translation.ipynb cell 32
+# %% notebooks/08_translation.ipynb cell 34
 def _finish(recipe: Recipe, out_dir: Path, data: TranslationData, history: list, device, log) -> TrainingRun:
     """Average the last checkpoints, keep the better of average and last epoch as model.safetensors."""
     final = out_dir / "model.safetensors"
@@ -334,7 +346,26 @@ def _finish(recipe: Recipe, out_dir: Path, data: TranslationData, history: list,
     return TrainingRun(model, data, history, scores, final)
 
 
-# %% notebooks/08_translation.ipynb cell 34
+def _close(recipe: Recipe, out_dir: Path, data: TranslationData, model, history: list, rank: int, device,
+           log) -> TrainingRun:
+    """The end of a run: process 0 writes the last checkpoint again if it went missing and keeps the final model
+    (_finish); under torch.distributed the other processes wait for it."""
+    distributed = dist.is_available() and dist.is_initialized()
+    if rank != 0:  # process 0 averages, scores and writes the final model
+        dist.barrier()
+        return TrainingRun(model, data, history, {}, out_dir / "model.safetensors")
+    last = out_dir / f"epoch_{history[-1]['epoch']:03d}.safetensors"
+    if not last.exists():  # deleted since: the training state holds the same weights
+        log(f"{last} is missing; writing it again from the training state")
+        save_checkpoint(last, model, data.src_vocab, data.tgt_vocab, tokenizers=(data.src_tok, data.tgt_tok),
+                        lower=recipe.lower, **history[-1])
+    run = _finish(recipe, out_dir, data, history, device, log)
+    if distributed:
+        dist.barrier()
+    return run
+
+
+# %% notebooks/08_translation.ipynb cell 36
 def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = None, resume: bool = True,
                       device=None, progress=True, log=print, speedup=None) -> TrainingRun:
     """Train a translation model by `recipe`, writing checkpoints to `out_dir`.
@@ -351,19 +382,13 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
     """
     checks.check_training_run(recipe, Recipe, data, TranslationData, out_dir, speedup)
     device = as_device("device", device) if device is not None else default_device()
-    distributed = dist.is_available() and dist.is_initialized()
-    rank, world = (dist.get_rank(), dist.get_world_size()) if distributed else (0, 1)
-    log = log if rank == 0 else (lambda *_: None)  # one voice
+    rank, world, log, total = _processes(device, log)  # one process, or one of several under torch.distributed
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     data = data if data is not None else prepare_data(recipe)
-    checks.check_shared_vocab(recipe.shared_vocab, data.src_vocab, data.tgt_vocab)
     model, criterion, optimizer, scheduler, bf16 = _build(recipe, data, device, speedup)
-    trained = nn.parallel.DistributedDataParallel(model) if distributed else model
-    total = (lambda x: all_reduce_sum(float(x), device)) if distributed else None  # a number summed over processes
-    val_examples = encode_pairs(data.val, data.src_tok, data.tgt_tok, data.src_vocab, data.tgt_vocab)
-    val_batches = [b.to(device) for b in bucket_batches(val_examples, recipe.max_tokens, data.tgt_vocab.pad_idx,
-                                                        shuffle=False)]
+    trained = nn.parallel.DistributedDataParallel(model) if total else model  # several processes: one replica each
+    val_batches = _validation_batches(recipe, data, device)
     done, history, seconds = 0, [], 0.0
     if resume and (out_dir / "state.safetensors").exists():
         done, history, seconds = _resume(out_dir / "state.safetensors", recipe, data, model, optimizer, scheduler)
@@ -377,25 +402,13 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
                                      progress=progress and rank == 0, desc=f"epoch {epoch}", total=total)
         val_loss = evaluate(model, val_batches, criterion)
         seconds += time.perf_counter() - start
-        if rank == 0:
-            entry = {"epoch": epoch, "step": scheduler.last_epoch, "seconds": round(seconds, 1),
-                     "train_loss": round(train_loss, 4), "val_loss": round(val_loss, 4)}
-            _save_epoch(out_dir, recipe, data, model, optimizer, scheduler, entry, history, log)
-    if rank != 0:  # process 0 averages, scores and writes the final model
-        dist.barrier()
-        return TrainingRun(model, data, history, {}, out_dir / "model.safetensors")
-    last = out_dir / f"epoch_{history[-1]['epoch']:03d}.safetensors"
-    if not last.exists():  # deleted since: the training state holds the same weights
-        log(f"{last} is missing; writing it again from the training state")
-        save_checkpoint(last, model, data.src_vocab, data.tgt_vocab, tokenizers=(data.src_tok, data.tgt_tok),
-                        lower=recipe.lower, **history[-1])
-    run = _finish(recipe, out_dir, data, history, device, log)
-    if distributed:
-        dist.barrier()
-    return run
+        if rank == 0:  # process 0 alone scores and writes files
+            _save_epoch(out_dir, recipe, data, model, optimizer, scheduler, history, log, epoch, seconds, train_loss,
+                        val_loss)
+    return _close(recipe, out_dir, data, model, history, rank, device, log)
 
 
-# %% notebooks/08_translation.ipynb cell 48
+# %% notebooks/08_translation.ipynb cell 50
 class Pretrained(NamedTuple):
     """The shipped model with what it needs to read German and write English."""
     model: EncoderDecoder  # carries its vocabularies and tokenizers, so translate(model, sentence) works

@@ -11,7 +11,7 @@ from pathlib import Path
 from transformer_lib.checks.core import check_int, check_number, check_positive, check_probability, check_unicode
 
 __all__ = [
-    "check_strings", "check_bleu_inputs", "check_carried_vocabs", "check_recipe", "check_recipe_fields",
+    "check_strings", "check_bleu_inputs", "check_carried_vocabs", "check_recipe",
     "check_training_run", "check_shared_vocab", "check_resumable", "check_one_source", "check_training_state",
     "check_resume_data", "check_shipped_model",
 ]
@@ -75,13 +75,6 @@ def check_recipe(r) -> None:
         raise ValueError(f"clip_norm must be positive or None, got {r.clip_norm!r}")
     if not r.length_penalty >= 0:
         raise ValueError(f"length_penalty must be >= 0 (0: plain log-probability), got {r.length_penalty!r}")
-
-
-def check_recipe_fields(values: dict, known: list[str]) -> None:
-    """Recipe.from_dict's keys: fields a Recipe has."""
-    unknown = set(values) - set(known)
-    if unknown:
-        raise ValueError(f"unknown Recipe fields: {sorted(unknown)}")
 
 
 def check_training_run(recipe, recipe_type: type, data, data_type: type, out_dir, speedup=None) -> None:
