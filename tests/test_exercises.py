@@ -283,6 +283,42 @@ def _attention_wrong_dim(q, k, v):
     return w @ v, w
 
 
+
+def _encode_longest_match(word, merges):
+    """WordPiece's cut: at each place the longest piece the merges can make, not BPE's replay."""
+    from transformer_lib.data import initial_symbols
+
+    symbols = initial_symbols(word)
+    pieces = set(symbols) | {a + b for a, b in merges}
+    out, i = [], 0
+    while i < len(word):
+        j = next(j for j in range(len(word), i, -1) if word[i:j] in pieces or j == i + 1)
+        out, i = out + [word[i:j]], j
+    return out
+
+
+def _encode_right_to_left(word, merges):
+    """BPE's replay, but each merge joining its pair's occurrences from the right."""
+    from transformer_lib.data import initial_symbols
+
+    symbols = initial_symbols(word)
+    for a, b in merges:
+        i = len(symbols) - 1
+        while i > 0:
+            if (symbols[i - 1], symbols[i]) == (a, b):
+                symbols[i - 1 : i + 1], i = [a + b], i - 2
+            else:
+                i -= 1
+    return symbols
+
+
+def _attention_scaling_q_in_place_twice(q, k, v):
+    """Scales q in place and then once more: a reference computed from the changed q would agree."""
+    q /= q.size(-1) ** 0.5
+    weights = (q @ k.transpose(-2, -1) / q.size(-1) ** 0.5).softmax(-1)
+    return weights @ v, weights
+
+
 MISTAKES = [
     ("1.1", _table_swapped, "sines and cosines are swapped"),
     ("1.1", _table_wrong_exponent, "pair i turns at the frequency 1 / 10000^(2i / d_model)"),
@@ -407,6 +443,16 @@ MISTAKES = [
     ("5.3", lambda v: math.log(v), "for vocab_size=2 the lowest loss is 0.3133, got 0.6931"),
     ("5.4", lambda counts: [1 / len(counts)] * len(counts), "weight each by its share of the step's tokens"),
     ("5.4", lambda counts: [n / max(counts) for n in counts], "should be [0.6, 0.2, 0.2]"),
+    # answers that once passed: NaN, which every `abs(got - want) > tol` calls fine; two wrong BPE encoders; an answer
+    # that changes its inputs in place, so that a reference computed from them afterwards agrees with it
+    *[(n, answer, "returned NaN") for n, answer in [
+        ("1.2", lambda k, d_model: math.nan), ("1.3", lambda d_model: torch.full((d_model // 2,), math.nan)),
+        ("3.4", lambda d_model, d_ff: math.nan), ("5.3", lambda v: math.nan),
+        ("5.4", lambda counts: [math.nan] * len(counts)),
+        ("9.3", lambda w: (solutions(9).quantize_rows(w)[0], torch.full((w.size(0), 1), math.nan)))]],
+    ("6.3", _encode_longest_match, "as WordPiece cuts"),
+    ("6.3", _encode_right_to_left, "from left to right"),
+    ("2.2", _attention_scaling_q_in_place_twice, "the result differs from softmax"),
 ]
 
 
@@ -492,3 +538,44 @@ def test_a_chapters_check_imports_no_later_chapter():
     for later in ("exercises.ch03", "exercises.ch10", "transformer_lib.gpt", "transformer_lib.translation",
                   "transformer_lib.data"):
         assert later not in loaded, f"{later} was imported by chapter 2's check"
+
+
+def test_a_check_runs_under_torchs_defaults_and_restores_the_readers_global_state():
+    """A reader's float64 default or no_grad does not fail a right answer, and an answer that changes torch's global
+    state (default dtype, grad mode, threads, random state) leaves none of it changed."""
+    dtype, grad, threads = torch.get_default_dtype(), torch.is_grad_enabled(), torch.get_num_threads()
+    try:
+        torch.set_default_dtype(torch.float64)
+        with torch.no_grad():
+            passed, said = verdict("8.4", solutions(8).average_state_dicts)
+            assert passed, said
+            assert torch.get_default_dtype() == torch.float64 and not torch.is_grad_enabled()
+    finally:
+        torch.set_default_dtype(dtype)
+
+    def vandal(k, d_model):
+        torch.set_default_dtype(torch.float64)
+        torch.set_grad_enabled(False)
+        torch.set_num_threads(1)
+        torch.manual_seed(0)
+        return solutions(1).pe_dot(k, d_model)
+
+    torch.manual_seed(5)
+    expected = torch.rand(2)
+    torch.manual_seed(5)
+    assert verdict("1.2", vandal)[0]
+    assert (torch.get_default_dtype(), torch.is_grad_enabled(), torch.get_num_threads()) == (dtype, grad, threads)
+    assert torch.equal(torch.rand(2), expected)
+
+
+def test_an_answer_that_empties_its_inputs_changes_nothing_for_the_next_answer():
+    def emptying(sentences, min_freq):
+        for s in sentences:
+            s.clear()
+        sentences.clear()
+        return ["<unk>", "<pad>", "<s>", "</s>"]
+
+    assert not verdict("6.1", emptying)[0]
+    passed, said = verdict("6.1", lambda sentences, min_freq: ["<unk>", "<pad>", "<s>", "</s>"])
+    assert not passed and "expected the tokens" in said, said
+    assert verdict("6.1", solutions(6).build_vocab)[0]

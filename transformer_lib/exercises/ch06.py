@@ -7,8 +7,8 @@ from collections import Counter
 
 from transformer_lib.exercises.core import Wrong, _exercise
 
-_SENTENCES = [["a", "dog", "runs", "."], ["a", "cat", "runs", "."], ["the", "dog", "sits", "."], ["a", "man", "."],
-              ["two", "dogs", "run", "."], ["the", "cat", "sits", "."], ["a", "man", "runs", "."]]
+_SENTENCES = (("a", "dog", "runs", "."), ("a", "cat", "runs", "."), ("the", "dog", "sits", "."), ("a", "man", "."),
+              ("two", "dogs", "run", "."), ("the", "cat", "sits", "."), ("a", "man", "runs", "."))  # never changed
 _WORDS = {"▁low": 5, "▁lower": 2, "▁newest": 6, "▁widest": 3, "▁banana": 4, "aaa": 2, "▁ban": 1}
 
 
@@ -68,6 +68,27 @@ def _(count_pairs):
     raise Wrong(f"{extra} is not an adjacent pair of initial_symbols of any pre-token (the first symbol keeps its ▁)")
 
 
+def _replay(word: str, merges: list[tuple[str, str]]) -> list[str]:
+    from transformer_lib.data import initial_symbols, merge_pair
+
+    symbols = initial_symbols(word)
+    for pair in merges:
+        symbols = merge_pair(symbols, pair)
+    return symbols
+
+
+# (pre-token, merges, what a tempting wrong encoder gives, the hint for it): cases the learned merges above miss
+_TRAPS = [
+    ("▁abc", [("b", "c"), ("▁a", "b")], ["▁ab", "c"],
+     "the longest known piece first (as WordPiece cuts) is not BPE; ('b', 'c') was learned first, so 'b' is taken "
+     "before ('▁a', 'b') can join it"),
+    ("aaa", [("a", "a")], ["a", "aa"],
+     "join a pair's occurrences from left to right: in 'aaa' the first two symbols merge and the last one stays"),
+    ("aaaaa", [("a", "a"), ("aa", "a")], ["a", "aa", "aa"],
+     "join a pair's occurrences from left to right, then the next merge"),
+]
+
+
 @_exercise("6.3", "encode with the merges")
 def _(encode_word):
     from transformer_lib.data import BPE
@@ -77,6 +98,11 @@ def _(encode_word):
         if got != want:
             raise Wrong(f"for the pre-token {word!r} BPE gives {want}, got {got}: replay the merges in the order they "
                         "were learned, each joining every occurrence of its pair")
+    for word, merges, wrong, hint in _TRAPS:
+        want, got = _replay(word, merges), list(encode_word(word, [tuple(m) for m in merges]))
+        if got != want:
+            hint = hint if got == wrong else "replay the merges in the order they were learned"
+            raise Wrong(f"for the pre-token {word!r} and the merges {merges} BPE gives {want}, got {got}: {hint}")
     return f"It cuts as BPE.encode_word does with the {len(bpe.merges)} merges {bpe.merges[:3]}..."
 
 

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -64,8 +67,10 @@ def verdict(number: str, answer) -> tuple[bool, str]:
     if answer is None:
         return False, unsolved
     try:
-        with torch.random.fork_rng(devices=[]):  # a check seeds its own data; the reader's random state stays
-            passed = ex.run(answer)
+        with _isolated():
+            guarded = _guarded(answer)
+            passed = ex.run(guarded)
+            _refuse_nan(guarded)  # a check that passed a NaN (every `abs(got - want) > tol` is False for it)
     except NotImplementedError:
         return False, unsolved
     except Wrong as wrong:
@@ -73,6 +78,79 @@ def verdict(number: str, answer) -> tuple[bool, str]:
     except Exception as err:  # noqa: BLE001 - the reader's code failed; say how
         return False, f"{head}: not yet. Your code raised {type(err).__name__}: {err}"
     return True, f"{head}: passes. {passed}"
+
+
+@contextlib.contextmanager
+def _isolated():
+    """Run a check under torch's defaults (float32, gradients on) and give back torch's global state as it was,
+    whatever the answer does to it: default dtype, random state, grad mode and threads."""
+    dtype, grad, threads = torch.get_default_dtype(), torch.is_grad_enabled(), torch.get_num_threads()
+    try:
+        with torch.random.fork_rng(devices=[]):  # a check seeds its own data; the reader's random state stays
+            torch.set_default_dtype(torch.float32)
+            torch.set_grad_enabled(True)
+            yield
+    finally:
+        torch.set_default_dtype(dtype)
+        torch.set_grad_enabled(grad)
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+
+
+def _copied(value, depth: int = 0):
+    """value with every tensor cloned and every list, tuple and dict copied, so that an answer that changes its inputs
+    in place changes neither the check's own data nor what the next answer sees."""
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if depth > 8:
+        return value
+    if isinstance(value, list):
+        return [_copied(v, depth + 1) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_copied(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return {k: _copied(v, depth + 1) for k, v in value.items()}
+    return value
+
+
+def _holds_nan(value, depth: int = 0) -> bool:
+    """Whether a number, a tensor, or a list, tuple or dict of them holds a NaN (which every comparison calls unequal,
+    so that `abs(got - want) > tol` would pass it)."""
+    if isinstance(value, torch.Tensor):
+        return (value.is_floating_point() or value.is_complex()) and bool(torch.isnan(value.detach()).any())
+    if isinstance(value, float):
+        return math.isnan(value)
+    if depth > 8:
+        return False
+    if isinstance(value, (list, tuple)):
+        return any(_holds_nan(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return any(_holds_nan(v, depth + 1) for v in value.values())
+    return False
+
+
+def _guarded(answer):
+    """A function answer called on copies of its inputs, remembering whether a result held a NaN; classes and modules
+    (an answer the check builds or changes on purpose) as they are."""
+    if not callable(answer) or isinstance(answer, (type, torch.nn.Module)):
+        return answer
+
+    @functools.wraps(answer)
+    def call(*args, **kwargs):
+        result = answer(*_copied(args), **_copied(kwargs))
+        call.returned_nan = call.returned_nan or _holds_nan(result)
+        return result
+    call.returned_nan = False
+    return call
+
+
+def _refuse_nan(guarded) -> None:
+    """Wrong if the answer returned a NaN: checks compare with tolerances, and NaN is within none of them."""
+    if getattr(guarded, "returned_nan", False):
+        name = getattr(guarded, "__name__", "<lambda>")
+        name = "your function" if name == "<lambda>" else name
+        raise Wrong(f"{name} returned NaN (not a number), which no comparison can pass: look for a 0 / 0, a log of a "
+                    "negative number, or an inf - inf")
 
 
 def check(number: str, answer) -> None:
