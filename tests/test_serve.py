@@ -134,3 +134,64 @@ def test_the_serving_benchmark_runs_and_records(tmp_path, monkeypatch, capsys):
     assert same["ours, FastBeamSearch float32 (greedy)"] == same["ours, FastBeamSearch float32 (beam 5)"] == 12
     assert "12 of 12 translations token-identical" in capsys.readouterr().out
     sys.modules.pop("serve", None)
+
+
+def test_exporting_again_replaces_the_whole_folder(tmp_path):
+    """An export over an earlier one leaves no file of it: CTranslate2 would read an old shared_vocabulary.json in
+    preference to the new source and target vocabularies, and translate with the wrong words, silently."""
+    src, tgt = vocabularies()
+    shared = Vocab.build([Tokenizer("de")(d) + Tokenizer("en")(e) for d, e in PAIRS], min_freq=1)
+    folder = serve.to_ctranslate2(model_of(shared, shared, share_embeddings=True), shared, shared, tmp_path / "ct2")
+    (folder / "stray.txt").write_text("left by hand")
+    before = sorted(p.name for p in folder.iterdir())
+    model = model_of(src, tgt, norm_first=True)
+    model.vocabs, model.lower = (src, tgt), True
+    serve.to_ctranslate2(model, src, tgt, folder)
+    after = sorted(p.name for p in folder.iterdir())
+    assert "stray.txt" in before and "stray.txt" not in after
+    assert "shared_vocabulary.json" in before and "shared_vocabulary.json" not in after
+    assert not list(tmp_path.glob(".ct2*")), "no temporary folder is left behind"
+    sentences = [d for d, _ in PAIRS[:6]]
+    ours = translate_tokens(model, sentences, Tokenizer("de"), src, tgt, beam_size=1)
+    assert serve.CTranslate2Model(folder).translate_tokens(sentences, beam_size=1) == ours
+
+
+def test_export_refuses_a_folder_of_other_files_and_names_unwritable_targets(tmp_path, capsys):
+    src, tgt = vocabularies()
+    model = model_of(src, tgt)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep me")
+    with pytest.raises(ValueError, match="holds files that are not a model written by export"):
+        serve.to_ctranslate2(model, src, tgt, tmp_path / "mine")
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+    checkpoint = save_checkpoint(tmp_path / "model.safetensors", model, src, tgt, lower=True)
+    (tmp_path / "file").write_text("x")
+    for target in (tmp_path / "file" / "below", tmp_path / "mine"):
+        with pytest.raises(SystemExit, match=f"error: cannot write {target}"):
+            serve.main(["export", str(target), "--checkpoint", str(checkpoint)])
+
+
+def test_blank_input_translates_to_an_empty_line(tmp_path):
+    src, tgt = vocabularies()
+    model = model_of(src, tgt, norm_first=True)
+    served = serve.CTranslate2Model(serve.to_ctranslate2(model, src, tgt, tmp_path / "ct2"))
+    got = served.translate_tokens(["", "  \t", PAIRS[0][0], " "], beam_size=2)
+    assert got[0] == got[1] == got[3] == [] and got[2]
+    assert served.translate("", beam_size=1) == ""
+
+
+def test_a_damaged_folder_and_a_too_long_sentence_are_named(tmp_path):
+    src, tgt = vocabularies()
+    model = model_of(src, tgt)
+    folder = serve.to_ctranslate2(model, src, tgt, tmp_path / "ct2")
+    served = serve.CTranslate2Model(folder)
+    with pytest.raises(ValueError, match="sentence 1 has 70 tokens, more than the model's 64 positions"):
+        served.translate_tokens(["Ein Hund.", " ".join(["Hund"] * 70)])
+    (folder / "model.bin").write_bytes(b"not a model")
+    with pytest.raises(ValueError, match="is not a model folder CTranslate2 can read"):
+        serve.CTranslate2Model(folder)
+    with pytest.raises(SystemExit, match="error: .* is not a model folder CTranslate2 can read"):
+        serve.main(["translate", str(folder), "Ein Hund."])
+    (folder / "transformer_lib.json").write_text("[" * 100_000)
+    with pytest.raises(ValueError, match="is not a model folder CTranslate2 can read"):
+        serve.CTranslate2Model(folder)

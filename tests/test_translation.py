@@ -83,3 +83,29 @@ def test_recipe_refuses_bad_values_at_construction(tmp_path, field, value, error
     with pytest.raises(error, match=message):
         Recipe(**{field: value})
     assert list(tmp_path.iterdir()) == []  # refused before anything was written
+
+
+def test_empty_and_blank_input_translate_to_empty_lines():
+    """The shipped subword model given nothing would still write a fluent sentence (it once answered "" with
+    "A large group of people are hiking."): a blank sentence has no translation, in a list or alone."""
+    from transformer_lib.translation import pretrained, translate
+
+    model = pretrained().model
+    assert translate(model, "") == "" and translate(model, " \t ") == ""
+    assert translate(model, ["", "Ein Hund.", "   "], beam_size=1) == ["", translate(model, "Ein Hund.", 1), ""]
+    assert translate(model, "Ein Hund.", 1)
+
+
+def test_text_typed_in_nfd_form_tokenizes_as_nfc():
+    """"ä" typed as "a" and a combining diaeresis (U+0308) is the word the training data spells with U+00E4."""
+    import unicodedata
+
+    from transformer_lib.data import pre_tokens
+    from transformer_lib.translation import pretrained, translate
+
+    best = pretrained()
+    text = "Zwei Mädchen spielen Fußball auf einer Straße."
+    typed = unicodedata.normalize("NFD", text)
+    assert typed != text and "<unk>" not in best.src_tok(text)
+    assert best.src_tok(typed) == best.src_tok(text) and pre_tokens(best.src_tok, typed) == pre_tokens(best.src_tok, text)
+    assert translate(best.model, typed, 1) == translate(best.model, text, 1)

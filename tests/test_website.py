@@ -168,6 +168,22 @@ def test_a_folder_the_build_did_not_write_is_left_alone(tmp_path):
     build_site(book, tmp_path / "built", log=lambda *_: None)  # its own folder: rebuilt in place
 
 
+def test_a_failed_build_leaves_the_old_site_as_it_was(tmp_path):
+    """A notebook listed in book.yml that is missing or damaged fails the build naming it, and the site built
+    before is still there, whole."""
+    book = _book_with(tmp_path, [nbformat.v4.new_markdown_cell("# X")])
+    build_site(book, tmp_path / "site", log=lambda *_: None)
+    before = {p.name: p.read_bytes() for p in (tmp_path / "site").rglob("*") if p.is_file()}
+    notebook = tmp_path / "notebooks" / "01_x.ipynb"
+    notebook.write_text('{"cells": [', encoding="utf-8")
+    with pytest.raises(SiteError, match="notebooks/01_x.ipynb is not a notebook nbformat can read"):
+        build_site(book, tmp_path / "site", log=lambda *_: None)
+    notebook.unlink()
+    with pytest.raises(SiteError, match="notebooks/01_x.ipynb is listed in book.yml but missing"):
+        build_site(book, tmp_path / "site", log=lambda *_: None)
+    assert {p.name: p.read_bytes() for p in (tmp_path / "site").rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".site")) == []
+
 def test_math_outside_code_only():
     text, n = markdown_math_to_mathml("cost $O(n^2)$, code `$x$`, a price of 5 dollars\n\n```\n$y$\n```\n")
     assert n == 1 and "`$x$`" in text and "\n$y$\n" in text and "<msup>" in text

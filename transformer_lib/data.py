@@ -28,6 +28,7 @@ import heapq
 import json
 import random
 import re
+import unicodedata
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -77,9 +78,13 @@ class Tokenizer:
                              f"({type(err).__name__}: {err})") from None
 
     def __call__(self, text: str) -> list[str]:
+        return [t.text for t in self._nlp.tokenizer(self.normalize(text)) if not t.is_space]
+
+    def normalize(self, text: str) -> str:
+        """The text as the tokenizer reads it: checked, in Unicode's NFC form, lowercased if `lower`."""
         check_text(text)
-        text = text.lower() if self.lower else text
-        return [t.text for t in self._nlp.tokenizer(text) if not t.is_space]
+        text = unicodedata.normalize("NFC", text)  # "ä" one character, however it was typed
+        return text.lower() if self.lower else text
 
     def detokenize(self, tokens: list[str]) -> str:
         """Tokens back into text, by section 3's detokenize."""
@@ -154,9 +159,8 @@ SPACE = "\u2581"  # "▁", the mark of a token that comes after a space
 def pre_tokens(tokenizer: Tokenizer, text: str) -> list[str]:
     """spaCy's tokens of text, spaces included, each after a space marked with SPACE in front: joined, and SPACE read
     as a space, they are the (lowercased) text again. A token holding SPACE itself becomes <unk>."""
-    check_text(text)
-    text = text.lower() if tokenizer.lower else text
     words, space = [], ""
+    text = tokenizer.normalize(text)  # checked, NFC, lowercased if the tokenizer lowercases
     for t in tokenizer._nlp.tokenizer(text):
         words.append(Vocab.UNK if SPACE in t.text else space + t.text)
         space = SPACE if t.whitespace_ else ""  # spaCy keeps the space that follows a token

@@ -176,7 +176,8 @@ def beam_search(model, src, src_mask, max_len: int, start_symbol: int, end_symbo
 @torch.no_grad()
 def translate_tokens(model, sentences: list[str], src_tok, src_vocab, tgt_vocab, beam_size: int = 5,
                      length_penalty: float = 0.6, batch_size: int = 64, search=None) -> list[list[str]]:
-    """Target tokens for raw source sentences: greedy with the cache for beam_size 1, else beam search.
+    """Target tokens for raw source sentences: greedy with the cache for beam_size 1, else beam search; none for an
+    empty or blank sentence (a model given no source would still write a fluent, invented sentence).
 
     Sentences are decoded in batches of similar length; at most 1.5 x source length + 10 tokens each, and no more
     than the model has target positions. `search` replaces both with another callable like beam_search (chapter 9's
@@ -186,9 +187,9 @@ def translate_tokens(model, sentences: list[str], src_tok, src_vocab, tgt_vocab,
     check_search(search)
     model.eval()
     device = next(model.parameters()).device
-    ids = [src_vocab.encode(src_tok(s)) or [src_vocab.unk_idx] for s in sentences]
+    ids = [src_vocab.encode(src_tok(s)) if s.strip() else [] for s in sentences]  # a blank line: nothing to say
     check_source_lengths(ids, model.src_embed[1].max_len)  # names the sentence longer than the model's positions
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    order = sorted((i for i in range(len(ids)) if ids[i]), key=lambda i: len(ids[i]))  # blanks stay []
     out: list[list[str]] = [[] for _ in ids]
     for start in range(0, len(order), batch_size):
         chunk = order[start : start + batch_size]

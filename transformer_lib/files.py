@@ -53,6 +53,34 @@ def write_atomically(path, write) -> Path:
     return path
 
 
+def write_folder_atomically(path, write) -> Path:
+    """Call write(temporary_folder), then put that folder where path is: an earlier folder at path is replaced
+    whole, so that no file of it survives beside the new ones (a stale vocabulary, say).
+
+    The new folder is written beside path and renamed into place; the old one is renamed away first and removed
+    after, so that path holds the old folder or the new one, except for the moment between the two renames. If write
+    fails, the temporary folder is removed and path is left as it was.
+    """
+    import shutil
+
+    path = Path(path)
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp"))
+    try:
+        write(tmp)
+        os.chmod(tmp, 0o777 & ~_umask())
+        old = tmp.with_suffix(".old") if path.exists() else None
+        if old is not None:
+            os.rename(path, old)
+        os.rename(tmp, path)
+    except BaseException:  # Ctrl-C included
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    _fsync(path.parent)
+    return path
+
+
 def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)

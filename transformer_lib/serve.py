@@ -111,7 +111,7 @@ def to_ctranslate2(model, src_vocab, tgt_vocab, out_dir, quantization: str | Non
     load_checkpoint, else whole words, lowercased if `lower`).
     """
     from transformer_lib.checks.decoding import check_vocabs
-    from transformer_lib.files import write_atomically
+    from transformer_lib.files import write_folder_atomically
 
     _ctranslate2()
     if getattr(model, "config", None) is None:
@@ -120,17 +120,22 @@ def to_ctranslate2(model, src_vocab, tgt_vocab, out_dir, quantization: str | Non
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"out_dir={str(out)!r} is a file; give a folder for the CTranslate2 model")
+    if out.is_dir() and any(out.iterdir()) and not (out / "transformer_lib.json").is_file():
+        raise ValueError(f"out_dir={str(out)!r} holds files that are not a model written by export, and export "
+                         "replaces the whole folder; give a new or empty folder (nothing was written)")
     spec = _spec(model, src_vocab, tgt_vocab)
     spec.validate()
     spec.optimize(quantization=quantization)
-    out.mkdir(parents=True, exist_ok=True)
-    spec.save(str(out))
     settings = {"lower": lower, "max_len": model.config.max_len, "quantization": quantization or "float32"}
     if getattr(model, "tokenizers", None) is not None:  # what load_checkpoint attaches: words or subwords
         settings["tokenizers"] = [t.to_dict() for t in model.tokenizers]
-    write_atomically(out / "transformer_lib.json",
-                     lambda tmp: tmp.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8"))
-    return out
+
+    def write(folder: Path) -> None:  # the whole model in a new folder: no file of an earlier export survives
+        spec.save(str(folder))
+        (folder / "transformer_lib.json").write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return write_folder_atomically(out, write)
 
 
 class CTranslate2Model:
@@ -143,13 +148,18 @@ class CTranslate2Model:
         if not (folder / "transformer_lib.json").is_file():
             raise FileNotFoundError(f"{folder} is not a model folder written by `python -m transformer_lib.serve "
                                     "export` (it has no transformer_lib.json)")
-        self.settings = json.loads((folder / "transformer_lib.json").read_text(encoding="utf-8"))
-        self.translator = _ctranslate2().Translator(str(folder), device=device, compute_type=compute_type,
-                                                    intra_threads=threads)
-        if "tokenizers" in self.settings:
-            self.tokenizer, self.tgt_tokenizer = (tokenizer_from_dict(t) for t in self.settings["tokenizers"])
-        else:  # a folder exported before tokenizers were stored: whole words
-            self.tokenizer, self.tgt_tokenizer = (Tokenizer(lang, self.settings["lower"]) for lang in ("de", "en"))
+        try:
+            self.settings = json.loads((folder / "transformer_lib.json").read_text(encoding="utf-8"))
+            if "tokenizers" in self.settings:
+                self.tokenizer, self.tgt_tokenizer = (tokenizer_from_dict(t) for t in self.settings["tokenizers"])
+            else:  # a folder exported before tokenizers were stored: whole words
+                self.tokenizer, self.tgt_tokenizer = (Tokenizer(lang, self.settings["lower"]) for lang in ("de", "en"))
+            int(self.settings["max_len"])
+            self.translator = _ctranslate2().Translator(str(folder), device=device, compute_type=compute_type,
+                                                        intra_threads=threads)
+        except (ValueError, KeyError, TypeError, AttributeError, RuntimeError, UnicodeDecodeError, RecursionError) as err:
+            raise ValueError(f"{folder} is not a model folder CTranslate2 can read (damaged, or written by another "
+                             f"version): export it again ({type(err).__name__}: {str(err)[:200]})") from None
 
     def translate_tokens(self, sentences: list[str], beam_size: int = 5, length_penalty: float = 0.6,
                          batch_size: int = 64) -> list[list[str]]:
@@ -159,9 +169,13 @@ class CTranslate2Model:
 
         sentences = check_strings(sentences)
         check_ints(beam_size=beam_size, batch_size=batch_size)
-        tokens = [self.tokenizer(s) or ["<unk>"] for s in sentences]
+        tokens = [self.tokenizer(s) if s.strip() else [] for s in sentences]  # a blank sentence: no translation
+        too_long = next((i for i, t in enumerate(tokens) if len(t) > self.settings["max_len"]), None)
+        if too_long is not None:
+            raise ValueError(f"sentence {too_long} has {len(tokens[too_long])} tokens, more than the model's "
+                             f"{self.settings['max_len']} positions; split it into shorter sentences")
         out: list[list[str]] = [[] for _ in tokens]
-        order = sorted(range(len(tokens)), key=lambda i: len(tokens[i]))  # batches of similar length, as ours
+        order = sorted((i for i in range(len(tokens)) if tokens[i]), key=lambda i: len(tokens[i]))  # as ours
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
             longest = max(len(tokens[i]) for i in chunk)
@@ -202,7 +216,11 @@ def main(argv: list[str] | None = None) -> int:
         from transformer_lib.translate import find_checkpoint, load_model
 
         model, src_vocab, tgt_vocab, _ = load_model(find_checkpoint(args.checkpoint), "cpu")
-        out = to_ctranslate2(model, src_vocab, tgt_vocab, args.out, args.quantization, getattr(model, "lower", True))
+        try:
+            out = to_ctranslate2(model, src_vocab, tgt_vocab, args.out, args.quantization,
+                                 getattr(model, "lower", True))
+        except (OSError, ValueError) as err:  # a read-only folder, a path below a file, a folder of other files
+            raise SystemExit(f"error: cannot write {args.out}: {err}") from None
         print(f"wrote {out} ({sum(p.stat().st_size for p in out.iterdir()) / 1e6:.1f} MB, "
               f"{args.quantization or 'float32'})")
         return 0
@@ -210,9 +228,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--beam and --threads must be positive")
     try:
         served = CTranslate2Model(args.model, threads=args.threads)
-    except FileNotFoundError as err:
+        texts = served.translate(args.sentences, beam_size=args.beam)
+    except (OSError, ValueError) as err:  # no model folder, a damaged one, a sentence longer than the model reads
         raise SystemExit(f"error: {err}") from None
-    for text in served.translate(args.sentences, beam_size=args.beam):
+    for text in texts:
         print(text)
     return 0
 

@@ -187,26 +187,26 @@ def _sections(page_html: str, page: Page) -> list[dict]:
 
 
 def build_site(book, out: Path, log=print) -> list[Page]:
-    """Write the site into `out` (its old contents replaced): index.html, one page per chapter, search.json and
-    assets/. Reads the committed notebooks; runs nothing and fetches nothing."""
+    """Write the site into `out` (its old contents replaced whole, once the new site is ready): index.html, one page
+    per chapter, search.json and assets/. Reads the committed notebooks; runs nothing and fetches nothing. A build
+    that fails (a notebook missing or damaged) leaves the old site as it was."""
     from nbconvert import HTMLExporter
+
+    from transformer_lib.files import write_folder_atomically
 
     start, out = time.perf_counter(), Path(out)
     if out.exists():
         if not out.is_dir() or (any(out.iterdir()) and not (out / MARKER).exists()):
             raise SiteError(f"{out} exists and is not a site this command built; choose an empty or new folder")
-        shutil.rmtree(out)
-    (out / "assets").mkdir(parents=True)
-    (out / MARKER).write_text("written by python -m transformer_lib.book html; rebuilt (replaced) by it\n")
     prepared, pages = [], []
     for number, chapter in enumerate(book.chapters, 1):
-        nb, charts, equations = _prepare(nbformat.read(book.root / chapter.file, as_version=4), chapter.file)
+        nb, charts, equations = _prepare(_read_notebook(book.root / chapter.file, chapter.file), chapter.file)
         prepared.append(nb)
         pages.append(Page(Path(chapter.file).stem + ".html", f"{number}. {chapter.title}", chapter.file, charts,
                           equations))
     exporter = HTMLExporter(template_name="lab", template_file="site.html.j2", extra_template_paths=[str(TEMPLATE_DIR)],
                             exclude_input_prompt=True, exclude_output_prompt=True)  # embed_images would cut inline MathML apart
-    index = []
+    bodies, index = [], []
     for i, (nb, page) in enumerate(zip(prepared, pages)):
         nb.metadata["title"] = f"{page.title} | {book.title}"
         resources = {"site": {"nav": _nav(book, pages, page.file), "pager": _pager(pages, i), "charts": page.charts}}
@@ -215,19 +215,40 @@ def build_site(book, out: Path, log=print) -> list[Page]:
         body = re.sub(r"<(/?)ns\d+:", r"<\1", re.sub(r' xmlns:ns\d+="http://www.w3.org/1998/Math/MathML"', "", body))
         if _REQUEST.search(body):
             raise SiteError(f"{page.chapter}: the page would load {_REQUEST.search(body).group(1)}")
-        (out / page.file).write_text(body, encoding="utf-8")
+        bodies.append(body)
         index += _sections(body, page)
-    _write_index(book, pages, out)
-    (out / "search.json").write_text(json.dumps(index, ensure_ascii=False), encoding="utf-8")
-    for name in ("site.css", "site.js", "favicon.svg"):
-        shutil.copy(TEMPLATE_DIR / name, out / "assets" / name)
-    if any(p.charts for p in pages):
-        import vl_convert
 
-        (out / "assets" / "vega.js").write_text(vl_convert.javascript_bundle(), encoding="utf-8")
+    def write(folder: Path) -> None:
+        (folder / "assets").mkdir()
+        (folder / MARKER).write_text("written by python -m transformer_lib.book html; rebuilt (replaced) by it\n")
+        for page, body in zip(pages, bodies):
+            (folder / page.file).write_text(body, encoding="utf-8")
+        _write_index(book, pages, folder)
+        (folder / "search.json").write_text(json.dumps(index, ensure_ascii=False), encoding="utf-8")
+        for name in ("site.css", "site.js", "favicon.svg"):
+            shutil.copy(TEMPLATE_DIR / name, folder / "assets" / name)
+        if any(p.charts for p in pages):
+            import vl_convert
+
+            (folder / "assets" / "vega.js").write_text(vl_convert.javascript_bundle(), encoding="utf-8")
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_folder_atomically(out, write)
     log(f"wrote {len(pages) + 1} pages to {out} in {time.perf_counter() - start:.1f}s "
         f"({sum(p.charts for p in pages)} interactive charts, {sum(p.equations for p in pages)} equations)")
     return pages
+
+
+def _read_notebook(path: Path, name: str):
+    """The committed notebook, or a SiteError naming it."""
+    try:
+        return nbformat.read(path, as_version=4)
+    except FileNotFoundError:
+        raise SiteError(f"{name} is listed in book.yml but missing; restore it (git checkout -- {name}) or remove it "
+                        "from book.yml; the old site was left as it was") from None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as err:
+        raise SiteError(f"{name} is not a notebook nbformat can read ({type(err).__name__}: {str(err)[:200]}); "
+                        "restore it from git; the old site was left as it was") from None
 
 
 def _write_index(book, pages: list[Page], out: Path) -> None:
