@@ -231,6 +231,23 @@ def test_read_lines_names_undecodable_and_overlong_lines_without_holding_them():
     assert lines_of(b"Zwei M\xe4nner.", encoding="latin-1") == [(1, "Zwei Männer.", None)]
 
 
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-be"])
+def test_read_lines_cuts_multibyte_encodings_at_their_newlines(encoding):
+    """UTF-16 and UTF-32 write a newline as 2 or 4 bytes: cutting at the byte 0x0a split lines inside characters
+    (errors, or CJK text that was then translated). "\u0a41\u4100" holds the bytes of a UTF-16 newline across two
+    characters, which must not cut the line."""
+    text = "Ein Hund läuft.\nZwei Männer\r\n\n\u0a41\u4100 Drei\n" + "x" * 600 + "\nEnde"
+    got = lines_of(text.encode(encoding), encoding=encoding)
+    assert [t for _, t, _ in got] == ["Ein Hund läuft.", "Zwei Männer", "", "\u0a41\u4100 Drei", None, "Ende"]
+    assert "longer than --max-bytes" in got[4][2]
+
+
+def test_read_lines_drops_a_byte_order_mark_before_the_first_word():
+    assert lines_of(b"\xef\xbb\xbfEin Hund.\nZwei\n") == [(1, "Ein Hund.", None), (2, "Zwei", None)]
+    assert lines_of(b"\xef\xbb\xbfEin Hund.\n", encoding="utf-8-sig") == [(1, "Ein Hund.", None)]
+    assert lines_of("\ufeffEin Hund.\n".encode("utf-16-le"), encoding="utf-16-le") == [(1, "Ein Hund.", None)]
+
 def test_every_input_line_gets_one_output_line_and_each_bad_one_an_error_with_its_number():
     model, _ = tiny(max_len=20)
     data = b"ein hund .\n\nzwei M\xe4nner\n" + b"hund " * 30 + b"\nzwei katzen .\n"

@@ -53,25 +53,73 @@ def load_model(path: Path, device):
 def read_lines(stream, encoding: str, max_bytes: int):
     """(line number, text or an error message) for each line of a binary stream, as the lines arrive.
 
-    A line that is not valid in `encoding`, or longer than max_bytes (the rest of it is skipped, never held in
-    memory), comes as (number, None, message).
+    Lines are cut where `encoding` writes a newline (two bytes in UTF-16, four in UTF-32), then decoded; UTF-16 and
+    UTF-32 take their byte order from the byte-order mark (little-endian without one), and a byte-order mark
+    before the first line is dropped. A line that is not valid in `encoding`, or longer than max_bytes (the rest of
+    it is skipped, never held in memory), comes as (number, None, message).
     """
-    number = 0
+    name, head = _byte_order(stream, codecs.lookup(encoding).name)
+    newline = "a\n".encode(name)[len("a".encode(name)):]  # without the byte-order mark some codecs put first
+    raws = _byte_lines(stream, max_bytes) if newline == b"\n" and not head else \
+        _unit_lines(stream, newline, max_bytes, head)
+    for number, raw in enumerate(raws, 1):
+        if raw is None:
+            yield number, None, f"longer than --max-bytes={max_bytes:,} bytes; skipped"
+            continue
+        try:
+            text = raw.decode(name)
+        except UnicodeDecodeError as err:
+            yield number, None, (f"not valid {encoding} (byte 0x{raw[err.start]:02x} at position {err.start}); "
+                                 "pass --encoding to read another encoding")
+            continue
+        text = text[1:] if number == 1 and text.startswith("\ufeff") else text  # a byte-order mark, not a word
+        yield number, text.rstrip("\r\n"), None
+
+
+def _byte_order(stream, name: str) -> tuple[str, bytes]:
+    """UTF-16 or UTF-32 with the byte order of the stream's byte-order mark, and the bytes read that were not one."""
+    marks = {"utf-16": (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE), "utf-32": (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)}
+    if name not in marks:
+        return name, b""
+    little, big = marks[name]
+    head = stream.read(len(little))
+    return (f"{name}-be", b"") if head == big else (f"{name}-le", b"" if head == little else head)
+
+
+def _byte_lines(stream, max_bytes: int):
+    """The raw lines of a stream whose newline is the byte 0x0a; None for a line longer than max_bytes."""
     while True:
         raw = stream.readline(max_bytes + 1)
         if not raw:
             return
-        number += 1
         if len(raw) > max_bytes and not raw.endswith(b"\n"):
             while raw and not raw.endswith(b"\n"):  # skip the rest of the line, a piece at a time
                 raw = stream.readline(max_bytes + 1)
-            yield number, None, f"longer than --max-bytes={max_bytes:,} bytes; skipped"
+            raw = None
+        yield raw
+
+
+def _unit_lines(stream, newline: bytes, max_bytes: int, buffer: bytes = b""):
+    """The raw lines of a stream whose newline is several bytes (UTF-16, UTF-32): cut only where a newline starts
+    at a whole character; None for a line longer than max_bytes."""
+    unit, too_long = len(newline), False
+    while True:
+        end = buffer.find(newline)
+        while end >= 0 and end % unit:  # the bytes of a newline inside two other characters
+            end = buffer.find(newline, end + 1)
+        if end >= 0:
+            line, buffer = buffer[: end + unit], buffer[end + unit :]
+            yield None if too_long or len(line) > max_bytes else line
+            too_long = False
             continue
-        try:
-            yield number, raw.decode(encoding).rstrip("\r\n"), None
-        except UnicodeDecodeError as err:
-            yield number, None, (f"not valid {encoding} (byte 0x{raw[err.start]:02x} at position {err.start}); "
-                                 "pass --encoding to read another encoding")
+        if len(buffer) > max_bytes:  # no newline yet and already too long: drop what was read, whole characters
+            too_long, buffer = True, buffer[len(buffer) - len(buffer) % unit :]
+        chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
+        if not chunk:
+            if buffer or too_long:
+                yield None if too_long or len(buffer) > max_bytes else buffer
+            return
+        buffer += chunk
 
 
 def _batches(lines, batch_size: int):
