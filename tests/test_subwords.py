@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transformer_lib.data import (BPE, SPACE, SubwordTokenizer, Tokenizer, Vocab, initial_symbols, learn_bpe,
-                                  merge_pair, offline_corpus, pre_tokens, tokenizer_from_dict)
+from transformer_lib.data import (BPE, LONGEST_LEARNED, SPACE, SubwordTokenizer, Tokenizer, Vocab, initial_symbols,
+                                  learn_bpe, merge_by_rank, merge_pair, offline_corpus, pre_tokens, tokenizer_from_dict)
 
 
 def naive_learn(word_counts: dict, n_merges: int) -> list:
@@ -73,6 +73,30 @@ def test_encoding_equals_replaying_every_merge_in_order(corpus, bpe):
     for word in [*corpus, *unseen, *(SPACE + w for w in unseen)]:
         assert bpe.encode_word(word) == replay(word, bpe.merges), word
 
+
+
+@settings(max_examples=300, deadline=None)
+@given(word=st.text(alphabet="ab▁c", min_size=1, max_size=80),
+       merges=st.lists(st.tuples(st.sampled_from(["a", "b", "c", "▁a", "aa", "ab", "ba", "aab", "bb"]),
+                                 st.sampled_from(["a", "b", "c", "aa", "ab", "b", "ba"])), max_size=12))
+def test_the_heap_encoder_for_long_words_equals_replaying_the_merges(word, merges):
+    """merge_by_rank (pre-tokens over 64 characters) cuts as replaying every merge in order, on words full of repeats
+    and overlaps (aaa, abab) and merges that build on one another."""
+    rank = {}
+    for i, pair in enumerate(merges):
+        rank.setdefault(pair, i)
+    first = [pair for i, pair in enumerate(merges) if rank[pair] == i]  # a pair learned twice counts once
+    assert merge_by_rank(initial_symbols(word), rank) == replay(word, first)
+
+
+def test_long_pre_tokens_encode_like_short_ones_and_teach_no_merge(bpe):
+    rng = random.Random(5)
+    for n in (65, 300, 5000):
+        word = SPACE + "".join(rng.choice("abcdeäöß") for _ in range(n))
+        assert bpe.encode_word(word) == replay(word, bpe.merges)  # the heap path, past 64 characters
+    assert bpe.encode_word("a" * 3000) == replay("a" * 3000, bpe.merges)
+    long = "ab" * LONGEST_LEARNED
+    assert learn_bpe({"▁ab": 2, long: 1000}, 5) == learn_bpe({"▁ab": 2}, 5) == [("▁a", "b")]
 
 def test_every_training_pre_token_is_fewer_symbols_than_characters_or_equal(corpus, bpe):
     assert all(len(bpe.encode_word(w)) <= len(initial_symbols(w)) for w in corpus)
@@ -213,3 +237,17 @@ def test_bpe_dropout_needs_a_probability_and_subword_tokenizers():
         encode_pairs([("a b", "a b")], Tokenizer("de"), tok, vocab, vocab, dropout=0.1)
     assert encode_pairs([("ab", "ab")], Tokenizer("de"), Tokenizer("en"), vocab, vocab) == \
         [(vocab.encode(["ab"]), vocab.encode(["ab"], add_bos_eos=True))]
+
+
+def test_the_long_input_benchmark_runs_and_records(tmp_path):
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "long_input.py"
+    spec = importlib.util.spec_from_file_location("long_input", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(["--repeats", "1", "--record", str(tmp_path / "r.json")]) == 0
+    record = json.loads((tmp_path / "r.json").read_text())
+    assert len(record["results"]) == 3 and all(r["median_s"] >= 0 for r in record["results"].values())

@@ -11,8 +11,10 @@ __all__ = [
     'pre_tokens',
     'initial_symbols',
     'merge_pair',
+    'LONGEST_LEARNED',
     'learn_bpe',
     'BPE',
+    'merge_by_rank',
     'SubwordTokenizer',
     'subword_tokenizers',
     'tokenizer_from_dict',
@@ -200,15 +202,19 @@ def _pair_index(words: list[list[str]], freq: list[int]) -> tuple[Counter, defau
     return pairs, where
 
 
+LONGEST_LEARNED = 100  # longer pre-tokens (a URL, a run of one letter) teach no merge: each merge would rescan them
+
+
 def learn_bpe(word_counts: dict, n_merges: int) -> list[tuple[str, str]]:
     """The first n_merges merges BPE learns from {pre-token: count}, in the order learned (fewer if no pair
-    is left). Each is the most frequent adjacent pair of symbols at its turn; ties go to the smaller pair."""
+    is left). Each is the most frequent adjacent pair of symbols at its turn; ties go to the smaller pair. Pre-tokens
+    longer than LONGEST_LEARNED characters are left out (encoding still cuts them, with the merges the rest taught)."""
     check_word_counts(word_counts)
     check_int("n_merges", n_merges, low=0)
+    word_counts = {w: n for w, n in word_counts.items() if len(w) <= LONGEST_LEARNED}  # see LONGEST_LEARNED
     words, freq = [initial_symbols(w) for w in word_counts], list(word_counts.values())
     pairs, where = _pair_index(words, freq)  # pair -> its count; pair -> the pre-tokens that hold it
-    heap = [(-count, pair) for pair, count in pairs.items()]
-    heapq.heapify(heap)
+    heap = sorted((-count, pair) for pair, count in pairs.items())  # a sorted list is a heap
     merges = []
     while heap and len(merges) < n_merges:
         count, pair = heapq.heappop(heap)
@@ -244,7 +250,8 @@ class BPE(JsonFile):
         check_bpe(merges, alphabet, SPACE)
         self.merges, self.alphabet = [tuple(m) for m in merges], "".join(sorted(set(alphabet)))
         self.rank = {pair: i for i, pair in reversed(list(enumerate(self.merges)))}  # a pair learned twice: its first
-        self._cached = functools.lru_cache(maxsize=200_000)(self._merge)  # a translator meets endless new words
+        self._cached = functools.lru_cache(maxsize=200_000)(  # a translator meets endless new words; a long one (a
+            lambda w: self._merge(w) if len(w) <= 64 else merge_by_rank(initial_symbols(w), self.rank))  # URL) fast
 
     @classmethod
     def learn(cls, word_counts: dict, n_merges: int) -> "BPE":
@@ -259,11 +266,8 @@ class BPE(JsonFile):
 
     def _merge(self, word: str, dropout: float = 0.0, rng=random) -> list[str]:
         symbols = initial_symbols(word)
-        while len(symbols) > 1:
-            pairs = [p for p in zip(symbols, symbols[1:]) if p in self.rank]
-            pairs = [p for p in pairs if not (dropout and rng.random() < dropout)]  # BPE-dropout
-            if not pairs:  # no merge applies, or every one that does was left out
-                break
+        while pairs := [p for p in zip(symbols, symbols[1:])  # the merges that apply, less those BPE-dropout
+                        if p in self.rank and not (dropout and rng.random() < dropout)]:  # leaves out; none: done
             symbols = merge_pair(symbols, min(pairs, key=self.rank.__getitem__))
         return symbols
 
@@ -282,6 +286,28 @@ class BPE(JsonFile):
 
 
 # %% notebooks/06_data.ipynb cell 35
+def merge_by_rank(symbols: list[str], rank: dict) -> list[str]:
+    """The symbols BPE._merge gives, in O(n log n): symbols (one per character, initial_symbols) joined pair by pair,
+    the pair of lowest rank (learned first) and, among equals, the leftmost first."""
+    symbols, right = list(symbols), list(range(1, len(symbols))) + [-1]  # right[i]: the next live symbol after i
+    left = list(range(-1, len(symbols) - 1))
+    heap = [(rank[p], i) for i, p in enumerate(zip(symbols, symbols[1:])) if p in rank]
+    heapq.heapify(heap)
+    while heap:
+        r, i = heapq.heappop(heap)
+        j = right[i]
+        if symbols[i] is None or j < 0 or rank.get((symbols[i], symbols[j])) != r:
+            continue  # stale: a symbol of this pair was merged since it was pushed
+        symbols[i], symbols[j], right[i] = symbols[i] + symbols[j], None, right[j]
+        if right[j] >= 0:
+            left[right[j]] = i
+        for a, b in ((left[i], i), (i, right[i])):  # the two pairs the new symbol makes with its neighbours
+            if a >= 0 and b >= 0 and (symbols[a], symbols[b]) in rank:
+                heapq.heappush(heap, (rank[symbols[a], symbols[b]], a))
+    return [s for s in symbols if s is not None]
+
+
+# %% notebooks/06_data.ipynb cell 37
 class SubwordTokenizer(Tokenizer):
     """Tokenizer followed by BPE: a sentence becomes the symbols of its pre-tokens, and decode() undoes it exactly.
 
@@ -333,7 +359,7 @@ def tokenizer_from_dict(values: dict) -> Tokenizer:
     return SubwordTokenizer(values["lang"], BPE(values["merges"], values["alphabet"]), values["lower"])
 
 
-# %% notebooks/06_data.ipynb cell 47
+# %% notebooks/06_data.ipynb cell 49
 def encode_pairs(pairs, src_tok, tgt_tok, src_vocab: Vocab, tgt_vocab: Vocab, dropout: float = 0.0, seed: int = 0):
     """Tokenize and number every pair: source ids, and target ids wrapped in <s> ... </s>. With `dropout`, subword
     tokenizers cut by BPE-dropout, drawn from a generator seeded by `seed`."""
@@ -369,7 +395,7 @@ def bucket_batches(examples, max_tokens: int, pad_idx: int, shuffle: bool = True
     return [pad_batch([examples[i] for i in group], pad_idx) for group in groups]
 
 
-# %% notebooks/06_data.ipynb cell 49
+# %% notebooks/06_data.ipynb cell 51
 def pad_batch(examples, pad_idx: int) -> Batch:
     """A Batch from (source ids, target ids) examples, each side padded to its longest sequence."""
     check_examples(examples)
