@@ -100,6 +100,9 @@ HOSTILE = {
                                         "its tokenizers must be a list of two"),
     "a tokenizer of an unknown kind": ({"tokenizers": json.dumps([{"kind": "wordpiece", "lang": "de", "lower": True}] * 2)},
                                        "its German tokenizer is not valid .*'words' or 'bpe'"),
+    "config nested 100,000 deep": ({"config": "[" * 100_000 + "]" * 100_000}, "its config is JSON nested too deeply"),
+    "tokenizers nested 100,000 deep": ({"tokenizers": "[" * 100_000}, "its tokenizers is JSON nested too deeply"),
+    "info nested 100,000 deep": ({"info": '{"a":' * 100_000 + "1" + "}" * 100_000}, "its info is JSON nested too deeply"),
     "merges of another model": ({"tokenizers": json.dumps([{"kind": "bpe", "lang": "de", "lower": True,
                                                             "merges": [["a", "b"]], "alphabet": "ab "}] * 2)},
                                 "its German BPE makes 12 symbols that are not its vocabulary of 13 tokens"),
@@ -489,3 +492,24 @@ def test_tokenized_bleu_of_subword_hypotheses_scores_their_decoded_text_in_spacy
     assert any(len(h) != len(words_tok(t)) for h, t in zip(hypotheses, texts))  # the subwords are not the words
     ours = bleu(hypotheses, references, tgt_tok=subwords).tokenized
     assert abs(ours - corpus_bleu([words_tok(t) for t in texts], [words_tok(r) for r in references])) < 1e-9
+
+
+
+def test_deeply_nested_json_in_a_vocabulary_a_bpe_file_or_a_training_state_is_named(tmp_path, checkpoint):
+    from transformer_lib.data import BPE
+    from transformer_lib.files import read_training_state, save_training_state
+
+    deep = "[" * 100_000 + "]" * 100_000
+    for cls in (Vocab, BPE):
+        (tmp_path / "deep.json").write_text(deep)
+        with pytest.raises(ValueError, match=f"deep.json is not a {cls.__name__} written by {cls.__name__}.save"):
+            cls.load(tmp_path / "deep.json")
+        with pytest.raises(ValueError, match=f"text is not a {cls.__name__} written by"):
+            cls.from_json(deep)
+    model, _ = tiny()
+    optimizer = torch.optim.Adam(model.parameters())
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
+    state = save_training_state(tmp_path / "state.safetensors", model, optimizer, scheduler, history=[])
+    rewrite(state, history=deep)
+    with pytest.raises(ValueError, match="its history is not valid JSON .RecursionError"):
+        read_training_state(state)

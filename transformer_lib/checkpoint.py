@@ -49,6 +49,8 @@ def _json(path, name: str, text: str, kind: type):
     """One metadata entry decoded from JSON, which must be of `kind`; ValueError naming the file and entry."""
     try:
         value = json.loads(text)
+    except RecursionError:  # [[[[...]]]] nested deeper than Python's parser goes
+        raise ValueError(f"{path}: its {name} is JSON nested too deeply to be one this book wrote") from None
     except (ValueError, TypeError) as err:
         raise ValueError(f"{path}: its {name} is not valid JSON ({err})") from None
     if not isinstance(value, kind):

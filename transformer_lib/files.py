@@ -246,8 +246,8 @@ def read_training_state(path, advice: str = "delete it to start over") -> tuple[
         if name != "sha256":
             try:
                 info[name] = json.loads(value)
-            except ValueError as err:
-                raise ValueError(f"{path}: its {name} is not valid JSON ({err}); {advice}") from None
+            except (ValueError, RecursionError) as err:  # RecursionError: nested deeper than the parser goes
+                raise ValueError(f"{path}: its {name} is not valid JSON ({type(err).__name__}); {advice}") from None
     return tensors, info
 
 
@@ -300,7 +300,7 @@ class JsonFile:
     def from_json(cls, text: str):
         try:
             return cls.from_dict(json.loads(text))
-        except (ValueError, KeyError, TypeError) as err:
+        except (ValueError, KeyError, TypeError, RecursionError) as err:
             raise ValueError(f"text is not a {cls.__name__} written by {cls.__name__}.to_json "
                              f"({type(err).__name__}: {err})") from None
 
@@ -311,6 +311,6 @@ class JsonFile:
     def load(cls, path):
         try:
             return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as err:
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError, RecursionError) as err:
             raise ValueError(f"{path} is not a {cls.__name__} written by {cls.__name__}.save; it may be truncated or "
                              f"corrupt ({type(err).__name__}: {err})") from None
