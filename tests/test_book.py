@@ -303,3 +303,50 @@ def test_run_refuses_a_timeout_that_is_not_a_positive_number_of_seconds(tmp_path
     with pytest.raises(SystemExit) as exit_:
         cli.main(["--root", str(tmp_path), "run", "--timeout", timeout])
     assert exit_.value.code == 2 and "--timeout" in capsys.readouterr().err
+
+
+def test_a_real_ctrl_c_ends_book_run_with_one_line_and_no_kernel_noise(tmp_path):
+    """Ctrl-C (SIGINT to the runner) mid-cell: nbclient shuts the kernel down, the cell then fails with
+    DeadKernelError and nbclient's clean-up with AssertionError; the reader sees one line saying it was interrupted,
+    no traceback, and not the kernel's "running over TCP without encryption" warning."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    make_book(tmp_path, {"01_alpha": ["#| default_exp alpha",
+                                      "import pathlib, time\npathlib.Path('started').touch()\ntime.sleep(120)"]})
+    before = (tmp_path / "notebooks" / "01_alpha.ipynb").read_text()
+    proc = subprocess.Popen([sys.executable, "-m", "transformer_lib.book", "--root", str(tmp_path), "run", "--budget",
+                             "smoke"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(600):  # the cell has started: its kernel runs it
+            if (tmp_path / "notebooks" / "started").exists() or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert (tmp_path / "notebooks" / "started").exists(), proc.communicate()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1
+    assert err.strip().splitlines() == ["error: notebooks/01_alpha.ipynb failed under budget smoke: interrupted in "
+                                        "cell 2 (code cell 2 of 2: import pathlib, time); the file was left as it was"]
+    assert "TCP without encryption" not in out + err and "Traceback" not in out + err
+    assert (tmp_path / "notebooks" / "01_alpha.ipynb").read_text() == before
+
+
+def test_a_malformed_book_yml_is_one_line_naming_where(tmp_path, capsys):
+    from transformer_lib.book import cli
+
+    (tmp_path / "book.yml").write_text("title: [unclosed\n")
+    assert cli.main(["--root", str(tmp_path), "check"]) == 1
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [f"error: {tmp_path / 'book.yml'} is not valid YAML: expected ',' or ']', but "
+                                        "got '<stream end>' at line 2, column 1"]
+    for text, message in (("- a\n- list\n", "expected a mapping"), ("title: T\npackage: p\nchapters: 5\n",
+                                                                     "chapters must be a non-empty list"),
+                          ("title: T\npackage: p\nchapters:\n  - 3\n", "chapter 1 needs file, title and module")):
+        (tmp_path / "book.yml").write_text(text)
+        assert cli.main(["--root", str(tmp_path), "check"]) == 1
+        assert message in capsys.readouterr().err

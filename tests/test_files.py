@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from transformer_lib import files
 
@@ -131,3 +132,24 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         files.write_atomically(path, fail)
     assert path.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["f.txt"]
+
+
+def test_a_disk_that_fills_mid_write_is_an_oserror_naming_the_file_and_keeps_the_old_one(tmp_path, monkeypatch):
+    import safetensors.torch
+    from safetensors import SafetensorError
+
+    from transformer_lib.files import read_safetensors, write_safetensors
+
+    path = tmp_path / "model.safetensors"
+    tensors = {"w": torch.ones(3)}
+    write_safetensors(path, lambda tmp, meta: safetensors.torch.save_file(tensors, str(tmp), meta), {"a": "1"})
+    before = path.read_bytes()
+
+    def full_disk(tmp, meta):
+        raise SafetensorError("Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "
+                              "\"No space left on device\" })")
+
+    with pytest.raises(OSError, match=f"could not write {path}: .*No space left on device"):
+        write_safetensors(path, full_disk, {"a": "2"})
+    assert path.read_bytes() == before and read_safetensors(path)[1]["a"] == "1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.safetensors"]  # no temporary file left

@@ -513,3 +513,16 @@ def test_deeply_nested_json_in_a_vocabulary_a_bpe_file_or_a_training_state_is_na
     rewrite(state, history=deep)
     with pytest.raises(ValueError, match="its history is not valid JSON .RecursionError"):
         read_training_state(state)
+
+
+@pytest.mark.parametrize("device", ["cuda", "cuda:99", "mps"])
+def test_a_device_this_machine_lacks_is_named_before_anything_is_loaded(checkpoint, device):
+    kind = device.split(":")[0]
+    present = torch.cuda.device_count() > int(device.split(":")[1]) if ":" in device else (
+        torch.cuda.is_available() if kind == "cuda" else torch.backends.mps.is_available())
+    if present:  # a machine that has it loads there
+        model, *_ = load_checkpoint(checkpoint, device=device)
+        assert next(model.parameters()).device.type == kind
+        return
+    with pytest.raises(ValueError, match=f"device='{device}': this machine has"):
+        load_checkpoint(checkpoint, device=device)

@@ -428,3 +428,36 @@ def test_ctrl_c_in_the_middle_of_an_epoch_loses_only_that_epoch(data, finished_r
     resumed = train_translation(TINY, tmp_path, data=data, progress=False, log=quiet, device="cpu")
     for a, b in zip(resumed.model.state_dict().values(), finished_run.model.state_dict().values()):
         assert torch.equal(a, b)
+
+
+def test_a_second_training_on_a_run_folder_is_refused_while_the_first_writes_it(data, tmp_path, monkeypatch):
+    """Two trainings on one folder would leave a model.safetensors whose history and weights belong to another run
+    than state.safetensors and the epoch files: the folder is locked while a training writes it."""
+    import socket
+    import subprocess
+    import sys
+
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (tmp_path / ".lock").write_text(f"{holder.pid} {socket.gethostname()}\n")
+        with pytest.raises(ValueError, match=f"{tmp_path} is being written by another training .process {holder.pid}"):
+            train_translation(TINY, tmp_path, data=data, progress=False, log=quiet, device="cpu")
+        assert sorted(p.name for p in tmp_path.iterdir()) == [".lock"]  # nothing written, the lock left to its holder
+        monkeypatch.setattr(tr, "prepare_data", lambda recipe, root=None, download=True: offline_data())
+        with pytest.raises(SystemExit, match=r"^error: .*is being written by another training"):
+            train_cli.main(["multi30k", "--budget", "cpu", "--out", str(tmp_path), "--quiet"])
+    finally:
+        holder.kill()
+        holder.wait()
+    # the holder has ended: its lock is stale, taken over, and removed when the run ends
+    run = train_translation(replace(TINY, epochs=1), tmp_path, data=data, progress=False, log=quiet, device="cpu")
+    assert run.history and not (tmp_path / ".lock").exists()
+
+
+def test_a_run_folder_lock_names_a_holder_on_another_host_and_a_broken_lock_file(data, tmp_path):
+    (tmp_path / ".lock").write_text("123 some-other-host\n")
+    with pytest.raises(ValueError, match="process 123 on some-other-host.*delete .*\\.lock"):
+        train_translation(TINY, tmp_path, data=data, progress=False, log=quiet, device="cpu")
+    (tmp_path / ".lock").write_text("")
+    with pytest.raises(ValueError, match="holds no process id"):
+        train_translation(TINY, tmp_path, data=data, progress=False, log=quiet, device="cpu")

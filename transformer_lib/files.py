@@ -9,11 +9,13 @@ damaged after it was written is refused, with a message naming it, instead of be
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import glob
 import hashlib
 import json
 import os
+import socket
 import tempfile
 from pathlib import Path
 
@@ -81,6 +83,41 @@ def write_folder_atomically(path, write) -> Path:
     return path
 
 
+@contextlib.contextmanager
+def locked_folder(path, lock: bool = True):
+    """The folder `path` (made if missing), held by this process while the block runs: a second writer (another
+    training on the same run folder) is refused with a ValueError naming the folder, instead of the two mixing their
+    files. The lock is a file, path/.lock, holding the writer's process id and host; one left by a process that no
+    longer runs on this host is taken over. lock=False: the folder alone (the other processes of a distributed run,
+    which process 0 speaks for)."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    if not lock:
+        yield path
+        return
+    lock_file, me = path / ".lock", f"{os.getpid()} {socket.gethostname()}"
+    for attempt in (1, 2):
+        try:
+            fd = os.open(lock_file, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            break
+        except FileExistsError:
+            text = lock_file.read_text(errors="replace") if lock_file.exists() else ""
+            holder = text.strip().split(maxsplit=1)  # [pid, host]
+            pid, host = (int(holder[0]) if holder and holder[0].isdigit() else 0), (holder[1] if len(holder) > 1 else "")
+            stale = host == socket.gethostname() and (pid == os.getpid() or not _alive(pid))
+            if attempt == 2 or not stale:
+                who = f"process {pid} on {host}" if pid and host else f"{lock_file} holds no process id"
+                raise ValueError(f"{path} is being written by another training ({who}); wait for it to end or train "
+                                 f"into another folder. If no training runs there, delete {lock_file}") from None
+            lock_file.unlink(missing_ok=True)  # its writer is gone: take the folder over
+    with os.fdopen(fd, "w") as handle:
+        handle.write(me + "\n")
+    try:
+        yield path
+    finally:
+        lock_file.unlink(missing_ok=True)
+
+
 def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
@@ -140,9 +177,14 @@ def safetensors_digest(source) -> str:
 
 def write_safetensors(path, save, metadata: dict) -> Path:
     """Atomically write a safetensors file with save(filename, metadata), adding a sha256 of its contents."""
+    from safetensors import SafetensorError
+
     def write(tmp: Path) -> None:
-        save(tmp, metadata)  # the tensor bytes do not depend on the metadata: write, hash, write with the hash
-        save(tmp, {**metadata, "sha256": safetensors_digest(tmp)})
+        try:
+            save(tmp, metadata)  # the tensor bytes do not depend on the metadata: write, hash, write with the hash
+            save(tmp, {**metadata, "sha256": safetensors_digest(tmp)})
+        except SafetensorError as err:  # e.g. "No space left on device (os error 28)": an OSError, naming the file
+            raise OSError(f"could not write {path}: {err}; what was there before is left as it was") from None
 
     return write_atomically(path, write)
 

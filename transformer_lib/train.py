@@ -131,6 +131,9 @@ def _multi30k(args: argparse.Namespace, rank: int, world: int) -> int:
         return 130
     except ValueError as err:  # a damaged training state, another recipe's state in --out, --out a file
         raise SystemExit(f"error: {err}") from None
+    except OSError as err:  # --out below a file, a read-only folder, a full disk
+        raise SystemExit(f"error: cannot write the run to {out}: {err.strerror or err} "
+                         f"({err.filename or out})") from None
     if rank != 0:
         return 0
     test = evaluate_bleu(run.model, data.test, data.src_tok, data.src_vocab, data.tgt_vocab, recipe.beam_size,

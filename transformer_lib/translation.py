@@ -37,8 +37,8 @@ from transformer_lib.checkpoint import check_checkpoint, load_checkpoint, pretra
 from transformer_lib.data import (SubwordTokenizer, Tokenizer, Vocab, bucket_batches, detokenize, encode_pairs,
                                   load_translation_data, subword_tokenizers, tokenizer_from_dict)
 from transformer_lib.decoding import translate_tokens
-from transformer_lib.files import (JsonFile, read_training_state, restore_training_state, save_training_state,
-                                   write_safetensors)
+from transformer_lib.files import (JsonFile, locked_folder, read_training_state, restore_training_state,
+                                   save_training_state, write_safetensors)
 from transformer_lib.model import EncoderDecoder, ModelConfig, make_model
 from transformer_lib.runtime import all_reduce_sum, default_device, seed_everything
 from transformer_lib.training import LabelSmoothing, evaluate, make_optimizer, train_epoch
@@ -383,29 +383,30 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
     checks.check_training_run(recipe, Recipe, data, TranslationData, out_dir, speedup)
     device = as_device("device", device) if device is not None else default_device()
     rank, world, log, total = _processes(device, log)  # one process, or one of several under torch.distributed
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    data = data if data is not None else prepare_data(recipe)
-    model, criterion, optimizer, scheduler, bf16 = _build(recipe, data, device, speedup)
-    trained = nn.parallel.DistributedDataParallel(model) if total else model  # several processes: one replica each
-    val_batches = _validation_batches(recipe, data, device)
-    done, history, seconds = 0, [], 0.0
-    if resume and (out_dir / "state.safetensors").exists():
-        done, history, seconds = _resume(out_dir / "state.safetensors", recipe, data, model, optimizer, scheduler)
-        log(f"resuming {out_dir} after epoch {done} ({seconds:.0f}s of training so far)")
-    for epoch in range(done + 1, recipe.epochs + 1):
-        start = time.perf_counter()
-        # no weight cache: one cache for the epoch would reuse the first step's bfloat16 weights in every step
-        with torch.autocast(device.type, torch.bfloat16, enabled=bf16, cache_enabled=False):
-            train_loss = train_epoch(trained, _epoch_batches(recipe, data, epoch, rank, world, device), criterion,
-                                     optimizer, scheduler, recipe.accum_steps, clip_norm=recipe.clip_norm,
-                                     progress=progress and rank == 0, desc=f"epoch {epoch}", total=total)
-        val_loss = evaluate(model, val_batches, criterion)
-        seconds += time.perf_counter() - start
-        if rank == 0:  # process 0 alone scores and writes files
-            _save_epoch(out_dir, recipe, data, model, optimizer, scheduler, history, log, epoch, seconds, train_loss,
-                        val_loss)
-    return _close(recipe, out_dir, data, model, history, rank, device, log)
+    with locked_folder(out_dir, lock=rank == 0) as out_dir:  # a second training on the folder is refused
+        data = data if data is not None else prepare_data(recipe)
+        model, criterion, optimizer, scheduler, bf16 = _build(recipe, data, device, speedup)
+        trained = nn.parallel.DistributedDataParallel(model) if total else model  # several processes: a replica each
+        val_batches = _validation_batches(recipe, data, device)
+        done, history, seconds = 0, [], 0.0
+        if resume and (out_dir / "state.safetensors").exists():
+            done, history, seconds = _resume(out_dir / "state.safetensors", recipe, data, model, optimizer,
+                                             scheduler)
+            log(f"resuming {out_dir} after epoch {done} ({seconds:.0f}s of training so far)")
+        for epoch in range(done + 1, recipe.epochs + 1):
+            start = time.perf_counter()
+            # no weight cache: one cache for the epoch would reuse the first step's bfloat16 weights in every step
+            with torch.autocast(device.type, torch.bfloat16, enabled=bf16, cache_enabled=False):
+                batches = _epoch_batches(recipe, data, epoch, rank, world, device)
+                train_loss = train_epoch(trained, batches, criterion, optimizer, scheduler, recipe.accum_steps,
+                                         clip_norm=recipe.clip_norm, progress=progress and rank == 0,
+                                         desc=f"epoch {epoch}", total=total)
+            val_loss = evaluate(model, val_batches, criterion)
+            seconds += time.perf_counter() - start
+            if rank == 0:  # process 0 alone scores and writes files
+                _save_epoch(out_dir, recipe, data, model, optimizer, scheduler, history, log, epoch, seconds,
+                            train_loss, val_loss)
+        return _close(recipe, out_dir, data, model, history, rank, device, log)
 
 
 # %% notebooks/08_translation.ipynb cell 50

@@ -91,8 +91,11 @@ def load_book(root: Path | None = None) -> Book:
         raise BookError(f"{manifest} does not exist") from None
     except UnicodeDecodeError as err:
         raise BookError(f"{manifest} is not UTF-8 text ({err.reason} at byte {err.start})") from None
-    except yaml.YAMLError as err:
-        raise BookError(f"{manifest} is not valid YAML: {err}") from None
+    except yaml.YAMLError as err:  # one line: what is wrong, and where
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        what = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise BookError(f"{manifest} is not valid YAML: {what}{where}") from None
     if not isinstance(data, dict):
         raise BookError(f"{manifest}: expected a mapping with title, package and chapters")
     for key in ("title", "package", "chapters"):

@@ -5,8 +5,10 @@
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import tempfile
 import time
 
 import nbformat
@@ -98,6 +100,29 @@ def _failure(err: BaseException, where: str, timeout: int) -> str:
     return f"{where}: {type(err).__name__}: {err}"
 
 
+# what every kernel prints on start, that no reader can act on: the kernel listens on this machine alone
+_KERNEL_NOISE = ("running over TCP without encryption",)
+
+
+@contextlib.contextmanager
+def _kernel_log():
+    """A temporary file for the kernel's standard error (its start-up warnings, and its last words if it dies)."""
+    with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as log:
+        yield log
+
+
+def _last_words(log, err: BaseException) -> str:
+    """For a kernel that died: its last line on standard error (e.g. the signal that killed it), if it wrote one."""
+    from nbclient.exceptions import DeadKernelError
+
+    if not isinstance(err, DeadKernelError):
+        return ""
+    log.seek(0)
+    lines = [line.strip() for line in log.read().splitlines()
+             if line.strip() and not any(noise in line for noise in _KERNEL_NOISE)]
+    return f" (the kernel's last words: {lines[-1][:200]})" if lines else ""
+
+
 def run(book: Book, chapters: list[Chapter], budget: str | None = None, timeout: int = 1800, out=None,
         record: bool = False, every: float = 60.0) -> None:
     """Execute chapters in order with the given budget and write them back with outputs.
@@ -127,12 +152,18 @@ def run(book: Book, chapters: list[Chapter], budget: str | None = None, timeout:
                     nb, timeout=timeout, kernel_name="python3", record_timing=False,
                     resources={"metadata": {"path": str(path.parent)}}, on_cell_start=progress.on_cell_start,
                 )
-                try:
-                    client.execute()
-                except (CellControlSignal, DeadKernelError, KeyboardInterrupt) as err:
-                    print(f"{label}: FAILED", file=out, flush=True)
-                    raise BookError(f"{chapter.file} failed under budget {budget}: "
-                                    f"{_failure(err, progress.where(), timeout)}; the file was left as it was") from None
+                with _kernel_log() as log:
+                    try:
+                        client.execute(stderr=log)  # the kernel's own messages go to a log, shown if it dies
+                    except (CellControlSignal, DeadKernelError, KeyboardInterrupt, AssertionError) as err:
+                        # On Ctrl-C nbclient's own signal handler shuts the kernel down mid-cell, and the cell then
+                        # fails with DeadKernelError, its clean-up with AssertionError: say what happened, once
+                        interrupted = getattr(client, "_async_cleanup_kernel_future", None) is not None
+                        err = KeyboardInterrupt() if interrupted else err
+                        print(f"{label}: FAILED", file=out, flush=True)
+                        raise BookError(f"{chapter.file} failed under budget {budget}: "
+                                        f"{_failure(err, progress.where(), timeout)}{_last_words(log, err)}; the file "
+                                        "was left as it was") from None
             seconds = time.perf_counter() - start
             for cell in nb.cells:
                 if CORPUS_OUTPUT_TAG in cell.get("metadata", {}).get("tags", []):

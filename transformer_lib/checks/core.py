@@ -14,7 +14,7 @@ import torch
 __all__ = [
     "check_int", "check_ints", "check_instance", "check_probability", "check_number", "check_positive",
     "check_options", "check_vectors", "check_token_ids", "check_token_batch", "check_last_dim", "check_same_batch",
-    "check_unicode", "check_file", "as_paths", "as_dtype", "as_device",
+    "check_unicode", "check_file", "as_paths", "as_dtype", "as_device", "check_device_present",
 ]
 
 
@@ -158,6 +158,20 @@ def as_device(name: str, device) -> torch.device:
         raise TypeError(f"{name} must be a torch.device, a string such as 'cpu' or 'cuda', or a CUDA index; "
                         f"got {type(device).__name__}")
     try:
-        return torch.device(device)
+        device = torch.device(device)
     except (RuntimeError, ValueError) as err:
         raise ValueError(f"{name}={device!r} is not a device: {str(err).splitlines()[0]}") from None
+    return check_device_present(name, device)
+
+
+def check_device_present(name: str, device: torch.device) -> torch.device:
+    """device, if this machine has it: a ValueError naming the argument for CUDA or MPS where there is none."""
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"{name}={str(device)!r}: this machine has no CUDA GPU torch can use (torch "
+                         f"{torch.__version__}); use 'cpu', or default_device() to pick what is there")
+    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+        raise ValueError(f"{name}={str(device)!r}: this machine has {torch.cuda.device_count()} CUDA device(s), "
+                         f"numbered from 0")
+    if device.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"{name}={str(device)!r}: this machine has no Apple GPU (MPS) torch can use; use 'cpu'")
+    return device
