@@ -1086,6 +1086,82 @@ def _(tmp): _runtime().run_budget("smok")
 def _(tmp): _runtime().seed_everything(-1)
 
 
+# ------------------------------------------------------------------------------- files, serving and run folders
+DEEP = "[" * 100_000 + "]" * 100_000  # JSON nested deeper than Python's parser goes
+
+
+@case("Vocab.load(path)", "a file of JSON nested 100,000 deep", ValueError, "deep.json", "is not a Vocab")
+def _(tmp):
+    (tmp / "deep.json").write_text(DEEP)
+    X.Vocab.load(tmp / "deep.json")
+
+
+@case("merge_by_rank(symbols, rank)", "the pre-token itself instead of its symbols", TypeError, "symbols",
+      "initial_symbols")
+def _(tmp): D.merge_by_rank("▁hund", {("h", "u"): 0})
+
+
+@case("BPE.from_json(text)", "JSON nested 100,000 deep", ValueError, "is not a BPE")
+def _(tmp): D.BPE.from_json(DEEP)
+
+
+@case("train_translation(recipe, out_dir)", "a run folder another training is writing", ValueError, "run",
+      "is being written by another training")
+def _(tmp):
+    (tmp / "run").mkdir()
+    (tmp / "run" / ".lock").write_text("12345 build-server\n")  # a training on another machine (a shared disk)
+    X.train_translation(X.RECIPES["smoke"], tmp / "run", progress=False, log=lambda *_: None)
+
+
+@case("write_safetensors(path, save, metadata)", "the disk fills while writing", OSError, "could not write",
+      "model.safetensors")
+def _(tmp):
+    from safetensors import SafetensorError
+
+    from transformer_lib.files import write_safetensors
+
+    def full(name, metadata):
+        raise SafetensorError("No space left on device (os error 28)")
+    write_safetensors(tmp / "model.safetensors", full, {})
+
+
+@case("to_ctranslate2(model, src_vocab, tgt_vocab, out_dir)", "a folder holding files of its own", ValueError,
+      "out_dir", "holds files that are not a model written by export")
+def _(tmp):
+    from transformer_lib.serve import to_ctranslate2
+
+    (tmp / "mine").mkdir()
+    (tmp / "mine" / "notes.txt").write_text("keep me")
+    to_ctranslate2(tiny_model(pad_idx=1), tiny_vocab(), tiny_vocab(), tmp / "mine")
+
+
+@case("CTranslate2Model(folder)", "a model folder whose model.bin is damaged", ValueError, "ct2",
+      "is not a model folder CTranslate2 can read")
+def _(tmp):
+    from transformer_lib.serve import CTranslate2Model, to_ctranslate2
+
+    folder = to_ctranslate2(tiny_model(pad_idx=1), tiny_vocab(), tiny_vocab(), tmp / "ct2")
+    (folder / "model.bin").write_bytes(b"not a model")
+    CTranslate2Model(folder)
+
+
+@case("CTranslate2Model.translate_tokens(sentences)", "a sentence longer than the model's positions", ValueError,
+      "sentence 1", "positions")
+def _(tmp):
+    from transformer_lib.serve import CTranslate2Model, to_ctranslate2
+
+    served = CTranslate2Model(to_ctranslate2(tiny_model(pad_idx=1), tiny_vocab(), tiny_vocab(), tmp / "ct2"))
+    served.translate_tokens(["ein hund", "hund " * 30])
+
+
+@case("load_book(root)", "a book.yml that is not valid YAML", Exception, "book.yml", "line 2, column 1")
+def _(tmp):
+    from transformer_lib.book import load_book
+
+    (tmp / "book.yml").write_text("title: [unclosed\n")
+    load_book(tmp)
+
+
 # ---------------------------------------------------------------------------------------------- the table
 def message(c: Case, tmp: Path) -> str:
     """The message the case gets, with the temporary folder written as <tmp>."""

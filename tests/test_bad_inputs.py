@@ -33,6 +33,7 @@ def test_every_public_module_is_audited():
         "pretrained", "ATTENTION_AXES", "CopyTaskResult", "loss_sum", "sequence_accuracy", "Encoder", "Decoder",
         "Generator", "EncoderDecoder", "build_model", "SublayerConnection",
         "FusedLayerNorm", "FastDropout", "cpu_has_bf16", "SPACE", "initial_symbols", "merge_pair", "subword_tokenizers",
+        "LONGEST_LEARNED",
         # the torch converters of the proofs: test_attention.py and test_blocks.py check what they refuse
         "mha_from_torch", "decoder_layer_from_torch",
         # chapter 10's loss and measures take what the model and lm_batches made; CaptionCorpus is a record

@@ -38,9 +38,9 @@ import torch
 from torch.nn.utils.rnn import pad_sequence
 
 from transformer_lib.checks.core import check_int, check_probability
-from transformer_lib.checks.data import (check_bpe, check_dropout_tokenizers, check_examples, check_text,
-                                         check_token_list, check_token_lists, check_tokenizer_dict, check_vocab_id,
-                                         check_vocab_tokens, check_word_counts)
+from transformer_lib.checks.data import (check_bpe, check_dropout_tokenizers, check_examples, check_symbols,
+                                         check_text, check_token_list, check_token_lists, check_tokenizer_dict,
+                                         check_vocab_id, check_vocab_tokens, check_word_counts)
 from transformer_lib.files import JsonFile
 from transformer_lib.multi30k import (DataUnavailable, load_multi30k,  # finding and verifying the files, and the
                                       offline_corpus)  # stand-in for them (hand-written)
@@ -289,6 +289,7 @@ class BPE(JsonFile):
 def merge_by_rank(symbols: list[str], rank: dict) -> list[str]:
     """The symbols BPE._merge gives, in O(n log n): symbols (one per character, initial_symbols) joined pair by pair,
     the pair of lowest rank (learned first) and, among equals, the leftmost first."""
+    check_symbols(symbols)  # a list of symbols, initial_symbols(word), not the word itself
     symbols, right = list(symbols), list(range(1, len(symbols))) + [-1]  # right[i]: the next live symbol after i
     left = list(range(-1, len(symbols) - 1))
     heap = [(rank[p], i) for i, p in enumerate(zip(symbols, symbols[1:])) if p in rank]

@@ -330,12 +330,12 @@ class JsonFile:
             raise TypeError(f"expected a JSON object, got {type(values).__name__}")
         params = {n: p for n, p in inspect.signature(cls).parameters.items()
                   if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-        unknown = sorted(set(values) - set(params))
-        if unknown:
-            raise ValueError(f"unknown {cls.__name__} fields: {unknown}")
         missing = [n for n, p in params.items() if p.default is p.empty and n not in values]
         if missing:
             raise KeyError(missing[0])
+        unknown = sorted(set(values) - set(params))
+        if unknown:
+            raise ValueError(f"unknown {cls.__name__} fields: {unknown}")
         return cls(**values)
 
     @classmethod

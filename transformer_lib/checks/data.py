@@ -8,7 +8,8 @@ from __future__ import annotations
 from transformer_lib.checks.core import check_int, check_probability, check_unicode
 
 __all__ = [
-    "check_split", "check_text", "check_vocab_tokens", "check_token_lists", "check_token_list", "check_vocab_id",
+    "check_split", "check_text", "check_vocab_tokens", "check_token_lists", "check_token_list", "check_symbols",
+    "check_vocab_id",
     "check_examples", "check_word_counts", "check_bpe", "check_dropout_tokenizers", "check_tokenizer_dict",
 ]
 
@@ -49,6 +50,13 @@ def check_token_list(tokens) -> None:
     """Vocab.encode's tokens: a list of str, not the sentence itself."""
     if isinstance(tokens, str):
         raise TypeError("tokens must be a list of str, one per token (tokenize the sentence first), got a str")
+
+
+def check_symbols(symbols) -> None:
+    """merge_by_rank's symbols: a list of str (initial_symbols of a pre-token), not the pre-token itself."""
+    if not isinstance(symbols, (list, tuple)) or not all(isinstance(s, str) for s in symbols):
+        got = "a str" if isinstance(symbols, str) else type(symbols).__name__
+        raise TypeError(f"symbols must be a list of str, one per character (initial_symbols(word)), got {got}")
 
 
 def check_vocab_id(i: int, size: int) -> None:
