@@ -1162,6 +1162,60 @@ def _(tmp):
     load_book(tmp)
 
 
+# --------------------------------------------------------------------------- sampling, caches, RoPE, BPE-dropout
+def gpt20():
+    from transformer_lib.gpt import GPT, GPTConfig
+
+    torch.manual_seed(0)
+    return GPT(GPTConfig(vocab_size=20, n_layers=1, d_model=16, d_ff=32, n_heads=2, context=16))
+
+
+@case("generate(model, prompt, max_new_tokens, end=...)", "an end token outside the vocabulary", ValueError, "end=20",
+      "vocab_size=20")
+def _(tmp):
+    from transformer_lib.gpt import generate
+    generate(gpt20(), ids([1, 2]), 3, end=20)
+
+
+@case("filter_logits(logits, ...)", "the logits of every position (B, T, V), not of the last (B, V)", ValueError,
+      "logits", "(B, V)", "(2, 3, 20)")
+def _(tmp):
+    from transformer_lib.gpt import filter_logits
+    filter_logits(torch.randn(2, 3, 20), top_p=0.9)
+
+
+@case("KVCache(model)(tokens)", "a batch of another size than the first call's", ValueError, "batch of 1",
+      "holds 2")
+def _(tmp):
+    from transformer_lib.gpt import KVCache
+    cache = KVCache(gpt20())
+    cache(ids([1, 2], [3, 4]))
+    cache(ids([5]))
+
+
+@case("GPT(config)(tokens)", "token ids stored as uint8, which nn.Embedding refuses", TypeError, "tokens", "uint8",
+      ".long()")
+def _(tmp): gpt20()(torch.tensor([[1, 2]], dtype=torch.uint8))
+
+
+@case("rope_angles(context, d_k, base)", "a base of 1: every pair turns at the same speed", ValueError, "base=1")
+def _(tmp):
+    from transformer_lib.modern import rope_angles
+    rope_angles(16, 8, base=1)
+
+
+@case("BPE.encode_word(word, dropout)", "a dropout of 1.5", ValueError, "dropout", "[0, 1)")
+def _(tmp): D.BPE([("a", "b")], "ab ").encode_word("ab", dropout=1.5)
+
+
+@case("train_translation(recipe, out_dir)", "accum_steps larger than the batches of an epoch", ValueError,
+      "accum_steps=1000", "an epoch has")
+def _(tmp):
+    X.train_translation(replace(X.RECIPES["smoke"], accum_steps=1000, train_pairs=50), tmp / "run", progress=False,
+                        log=lambda *_: None,
+                        data=X.prepare_data(replace(X.RECIPES["smoke"], train_pairs=50), root=tmp / "none", download=False))
+
+
 # ---------------------------------------------------------------------------------------------- the table
 def message(c: Case, tmp: Path) -> str:
     """The message the case gets, with the temporary folder written as <tmp>."""

@@ -256,3 +256,18 @@ def test_no_biases_leaves_no_bias_to_train():
 def test_modern_bad_inputs_name_the_argument(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_generate_gives_the_model_back_in_the_mode_it_came_in():
+    """A model that was training when a sample was drawn mid-run goes on training with dropout on."""
+    from transformer_lib.gpt import GPT, GPTConfig, generate
+
+    model = GPT(GPTConfig(vocab_size=20, n_layers=1, d_model=16, d_ff=32, n_heads=2, context=16, dropout=0.1))
+    for training in (True, False):
+        model.train(training)
+        generate(model, torch.tensor([[1, 2]]), 3, greedy=True)
+        assert model.training is training and all(m.training is training for m in model.modules())
+    model.train()
+    with pytest.raises(ValueError, match="end=20"):
+        generate(model, torch.tensor([[1, 2]]), 3, end=20)
+    assert model.training

@@ -262,6 +262,7 @@ class BPE(JsonFile):
     def encode_word(self, word: str, dropout: float = 0.0, rng: random.Random | None = None) -> list[str]:
         """A pre-token's symbols: while an adjacent pair is a merge, join the one learned first. With `dropout`
         (BPE-dropout, for training), each step leaves each merge out with that probability (drawn from `rng`)."""
+        check_probability("dropout", dropout)
         return self._merge(word, dropout, rng or random) if dropout else list(self._cached(word))
 
     def _merge(self, word: str, dropout: float = 0.0, rng=random) -> list[str]:

@@ -30,7 +30,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from transformer_lib.checks.core import check_int, check_ints
-from transformer_lib.checks.gpt import check_generate, check_gpt_config, check_gpt_tokens, check_sampling
+from transformer_lib.checks.gpt import (check_cache_batch, check_generate, check_gpt_config, check_gpt_tokens,
+                                        check_logits, check_sampling)
 from transformer_lib.attention import scaled_dot_product_attention, subsequent_mask
 from transformer_lib.blocks import EncoderLayer, LayerNorm
 from transformer_lib.data import (BPE, SubwordTokenizer, Tokenizer, Vocab, bucket_batches, load_translation_data,
@@ -196,11 +197,13 @@ class KVCache:
     """
 
     def __init__(self, model: GPT):
-        self.model, self.t, self.kv = model, 0, [None] * len(model.layers)
+        self.model, self.t, self.kv, self.batch = model, 0, [None] * len(model.layers), None
 
     def __call__(self, tokens: torch.Tensor) -> torch.Tensor:
         m, L = self.model, tokens.size(1)
         check_gpt_tokens(tokens, m.config, already=self.t)
+        check_cache_batch(tokens, self.batch)  # the same sequences every call
+        self.batch = tokens.size(0)
         x = m.positions.dropout(m.embed(tokens) + m.positions.pe[:, self.t : self.t + L])  # (B, L, d_model)
         query_pos = self.t + torch.arange(L, device=tokens.device)[:, None]  # (L, 1)
         mask = torch.arange(self.t + L, device=tokens.device) <= query_pos  # (L, t + L): earlier keys only
@@ -224,6 +227,7 @@ def filter_logits(logits: torch.Tensor, temperature: float = 1.0, top_k: int | N
                   top_p: float = 1.0) -> torch.Tensor:
     """Logits (B, V) divided by the temperature, -inf outside the top k and outside the nucleus (the fewest most
     probable tokens whose probabilities reach top_p)."""
+    check_logits(logits)
     check_sampling(temperature, top_k, top_p)
     logits = logits / temperature
     if top_k is not None:
@@ -241,23 +245,28 @@ def filter_logits(logits: torch.Tensor, temperature: float = 1.0, top_k: int | N
 def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int, temperature: float = 1.0,
              top_k: int | None = None, top_p: float = 1.0, end: int | None = None, greedy: bool = False,
              generator: torch.Generator | None = None) -> torch.Tensor:
-    """max_new_tokens (B, n) after each prompt row (B, L), sampled with the cache; a row that wrote `end` repeats it."""
-    check_generate(model, prompt, max_new_tokens)
+    """max_new_tokens (B, n) after each prompt row (B, L), sampled with the cache; a row that wrote `end` repeats it.
+    The model decodes in eval mode and is given back in the mode it came in."""
+    check_generate(model, prompt, max_new_tokens, end)
+    check_sampling(temperature, top_k, top_p)
+    training, out = model.training, []
     model.eval()
-    cache, out = KVCache(model), []
-    done = torch.zeros(prompt.size(0), dtype=torch.bool, device=prompt.device)
-    logits = cache(prompt)  # (B, V): the prefill
-    for step in range(max_new_tokens):
-        if greedy:
-            token = logits.argmax(-1, keepdim=True)  # (B, 1)
-        else:
-            probs = filter_logits(logits, temperature, top_k, top_p).softmax(-1)  # (B, V)
-            token = torch.multinomial(probs, 1, generator=generator)  # (B, 1)
-        if end is not None:
-            token = token.masked_fill(done[:, None], end)
-            done |= token[:, 0] == end
-        out.append(token)
-        if step + 1 == max_new_tokens or (end is not None and bool(done.all())):
-            break
-        logits = cache(token)
+    try:
+        cache, done = KVCache(model), torch.zeros(prompt.size(0), dtype=torch.bool, device=prompt.device)
+        logits = cache(prompt)  # (B, V): the prefill
+        for step in range(max_new_tokens):
+            if greedy:
+                token = logits.argmax(-1, keepdim=True)  # (B, 1)
+            else:
+                probs = filter_logits(logits, temperature, top_k, top_p).softmax(-1)  # (B, V)
+                token = torch.multinomial(probs, 1, generator=generator)  # (B, 1)
+            if end is not None:
+                token = token.masked_fill(done[:, None], end)
+                done |= token[:, 0] == end
+            out.append(token)
+            if step + 1 == max_new_tokens or (end is not None and bool(done.all())):
+                break
+            logits = cache(token)
+    finally:
+        model.train(training)  # a model that was training goes on training
     return torch.cat(out, 1)

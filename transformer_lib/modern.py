@@ -89,7 +89,7 @@ class SwiGLU(nn.Module):
 # %% notebooks/11_modern.ipynb cell 11
 def rope_angles(context: int, d_k: int, base: float = 10000.0) -> torch.Tensor:
     """(context, d_k / 2): the angle by which position p turns pair i, p * base^(-2i / d_k) (chapter 1's frequencies)."""
-    check_rope(context, d_k)
+    check_rope(context, d_k, base)
     freqs = base ** (-torch.arange(0, d_k, 2, dtype=torch.float64) / d_k)  # (d_k / 2,)
     return torch.arange(context, dtype=torch.float64)[:, None] * freqs  # (context, d_k / 2)
 

@@ -284,6 +284,7 @@ def _epoch_batches(recipe: Recipe, data: TranslationData, epoch: int, rank: int,
         data.train_text, data.src_tok, data.tgt_tok, data.src_vocab, data.tgt_vocab, recipe.bpe_dropout, recipe.seed + epoch)
     batches = bucket_batches(examples, recipe.max_tokens, data.tgt_vocab.pad_idx, seed=recipe.seed + epoch)
     per_step = world * recipe.accum_steps  # every process takes the same number of steps
+    checks.check_epoch_batches(len(batches), recipe.accum_steps, world)  # at least one step
     return [b.to(device) for b in batches[: len(batches) // per_step * per_step][rank::world]]
 
 

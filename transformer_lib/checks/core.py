@@ -88,8 +88,10 @@ def check_token_ids(name: str, tokens, vocab_size: int, vocab_name: str = "vocab
 
 
 def _check_integer_dtype(name: str, tokens: torch.Tensor) -> None:
-    if tokens.dtype.is_floating_point or tokens.dtype.is_complex or tokens.dtype == torch.bool:
-        raise TypeError(f"{name} must hold integer token ids (torch.long), got dtype {tokens.dtype}")
+    if tokens.dtype not in (torch.long, torch.int32):  # what nn.Embedding takes: int8, uint8, int16 it refuses
+        raise TypeError(f"{name} must hold integer token ids (torch.long), got dtype {tokens.dtype}"
+                        + ("; convert with .long()" if not (tokens.dtype.is_floating_point or tokens.dtype.is_complex
+                                                             or tokens.dtype == torch.bool) else ""))
 
 
 def check_token_batch(name: str, tokens) -> None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 from transformer_lib.checks.core import check_int, check_ints, check_number, check_token_batch, check_token_ids
 from transformer_lib.checks.attention import check_heads
 
-__all__ = ["check_gpt_config", "check_gpt_tokens", "check_sampling", "check_generate"]
+__all__ = ["check_gpt_config", "check_gpt_tokens", "check_sampling", "check_generate", "check_logits",
+           "check_cache_batch"]
 
 
 def check_gpt_config(config) -> None:
@@ -42,9 +43,30 @@ def check_sampling(temperature, top_k, top_p) -> None:
         raise ValueError(f"top_p must lie in (0, 1], got {top_p!r}")
 
 
-def check_generate(model, prompt, max_new_tokens) -> None:
-    """generate's inputs: a prompt the model can read and room in its context for the new tokens."""
+def check_logits(logits) -> None:
+    """filter_logits' logits: one row of scores per sequence, (B, V)."""
+    import torch
+
+    if not isinstance(logits, torch.Tensor) or logits.dim() != 2 or not logits.dtype.is_floating_point:
+        got = f"shape {tuple(logits.shape)}, {logits.dtype}" if isinstance(logits, torch.Tensor) else type(logits).__name__
+        raise ValueError(f"logits must be a float tensor (B, V), one row of scores per sequence (e.g. model(tokens)"
+                         f"[:, -1]), got {got}")
+
+
+def check_cache_batch(tokens, batch: int | None) -> None:
+    """KVCache: every call after the first feeds the same number of sequences."""
+    if batch is not None and tokens.size(0) != batch:
+        raise ValueError(f"tokens: a batch of {tokens.size(0)} sequences, but this cache holds {batch}; feed the same "
+                         "rows as the first call, or start a new KVCache")
+
+
+def check_generate(model, prompt, max_new_tokens, end=None) -> None:
+    """generate's inputs: a prompt the model can read, room in its context for the new tokens, an end token id."""
     check_int("max_new_tokens", max_new_tokens)
+    if end is not None:
+        check_int("end", end, low=0)
+        if end >= model.config.vocab_size:
+            raise ValueError(f"end={end} is not a token id of the model's vocab_size={model.config.vocab_size}")
     check_gpt_tokens(prompt, model.config)
     needed = prompt.size(1) + max_new_tokens - 1  # the last new token is written, never read
     if needed > model.config.context:

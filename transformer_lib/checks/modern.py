@@ -7,18 +7,22 @@ from __future__ import annotations
 
 import torch
 
-from transformer_lib.checks.core import _shape, check_int, check_ints
+from transformer_lib.checks.core import _shape, check_int, check_ints, check_number
 from transformer_lib.checks.attention import check_heads
 from transformer_lib.checks.gpt import check_gpt_config
 
 __all__ = ["check_rope", "check_rope_input", "check_gqa", "check_block_config"]
 
 
-def check_rope(context, d_k) -> None:
-    """rope_angles' sizes: positive, and d_k even (RoPE turns pairs of dimensions)."""
+def check_rope(context, d_k, base=10000.0) -> None:
+    """rope_angles' sizes: positive, d_k even (RoPE turns pairs of dimensions), and a base above 1."""
     check_ints(context=context, d_k=d_k)
     if d_k % 2:
         raise ValueError(f"d_k={d_k} must be even: RoPE rotates pairs of dimensions")
+    check_number("base", base)
+    if base <= 1:
+        raise ValueError(f"base={base!r} must be > 1: pair i turns at base^(-2i / d_k), slower for each pair "
+                         "(10000 in the paper and in Llama 2, 500000 in Llama 3)")
 
 
 def check_rope_input(x, angles) -> None:

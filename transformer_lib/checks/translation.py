@@ -11,8 +11,8 @@ from pathlib import Path
 from transformer_lib.checks.core import check_int, check_number, check_positive, check_probability, check_unicode
 
 __all__ = [
-    "check_strings", "check_bleu_inputs", "check_carried_vocabs", "check_recipe",
-    "check_training_run", "check_shared_vocab", "check_resumable", "check_one_source", "check_training_state",
+    "check_strings", "check_bleu_inputs", "check_carried_vocabs", "check_recipe", "check_training_run",
+    "check_epoch_batches", "check_shared_vocab", "check_resumable", "check_one_source", "check_training_state",
     "check_resume_data", "check_shipped_model",
 ]
 
@@ -75,6 +75,15 @@ def check_recipe(r) -> None:
         raise ValueError(f"clip_norm must be positive or None, got {r.clip_norm!r}")
     if not r.length_penalty >= 0:
         raise ValueError(f"length_penalty must be >= 0 (0: plain log-probability), got {r.length_penalty!r}")
+
+
+def check_epoch_batches(n_batches: int, accum_steps: int, world: int) -> None:
+    """An epoch of n_batches makes at least one step of accum_steps batches on each of `world` processes."""
+    if n_batches < accum_steps * world:
+        on = f" on each of {world} processes" if world > 1 else ""
+        raise ValueError(f"recipe.accum_steps={accum_steps}: a step takes {accum_steps} batches{on}, but an epoch "
+                         f"has {n_batches}; lower accum_steps, or make more batches (a smaller max_tokens, more "
+                         "train_pairs)")
 
 
 def check_training_run(recipe, recipe_type: type, data, data_type: type, out_dir, speedup=None) -> None:
