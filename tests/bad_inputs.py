@@ -1211,9 +1211,12 @@ def _(tmp): D.BPE([("a", "b")], "ab ").encode_word("ab", dropout=1.5)
 @case("train_translation(recipe, out_dir)", "accum_steps larger than the batches of an epoch", ValueError,
       "accum_steps=1000", "an epoch has")
 def _(tmp):
-    X.train_translation(replace(X.RECIPES["smoke"], accum_steps=1000, train_pairs=50), tmp / "run", progress=False,
-                        log=lambda *_: None,
-                        data=X.prepare_data(replace(X.RECIPES["smoke"], train_pairs=50), root=tmp / "none", download=False))
+    pairs, de, en = D.offline_corpus(50, seed=0), D.Tokenizer("de"), D.Tokenizer("en")
+    vocab = X.Vocab.build([de(d) + en(e) for d, e in pairs], min_freq=1)
+    data = X.TranslationData(de, en, vocab, vocab, D.encode_pairs(pairs, de, en, vocab, vocab), pairs[:5], pairs[:5],
+                             "offline corpus")
+    X.train_translation(replace(X.RECIPES["smoke"], accum_steps=1000), tmp / "run", data=data, progress=False,
+                        log=lambda *_: None)
 
 
 # ---------------------------------------------------------------------------------------------- the table

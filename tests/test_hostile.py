@@ -103,6 +103,11 @@ HOSTILE = {
     "config nested 100,000 deep": ({"config": "[" * 100_000 + "]" * 100_000}, "its config is JSON nested too deeply"),
     "tokenizers nested 100,000 deep": ({"tokenizers": "[" * 100_000}, "its tokenizers is JSON nested too deeply"),
     "info nested 100,000 deep": ({"info": '{"a":' * 100_000 + "1" + "}" * 100_000}, "its info is JSON nested too deeply"),
+    "a German tokenizer for English": ({"tokenizers": json.dumps([{"kind": "words", "lang": "en", "lower": True}] * 2)},
+                                       "its German tokenizer is for lang='en'"),
+    "a tokenizer with entries of another kind": ({"tokenizers": json.dumps(
+        [{"kind": "words", "lang": "de", "lower": True, "merges": [["a", "b"]], "alphabet": "ab"},
+         {"kind": "words", "lang": "en", "lower": True}])}, "which a 'words' tokenizer does not have"),
     "merges of another model": ({"tokenizers": json.dumps([{"kind": "bpe", "lang": "de", "lower": True,
                                                             "merges": [["a", "b"]], "alphabet": "ab "}] * 2)},
                                 "its German BPE makes 12 symbols that are not its vocabulary of 13 tokens"),
@@ -526,3 +531,18 @@ def test_a_device_this_machine_lacks_is_named_before_anything_is_loaded(checkpoi
         return
     with pytest.raises(ValueError, match=f"device='{device}': this machine has"):
         load_checkpoint(checkpoint, device=device)
+
+
+
+def test_a_subword_model_whose_tokenizers_entry_says_whole_words_is_refused(tmp_path):
+    """A forged or mixed-up tokenizers entry (words) beside a subword vocabulary would load and map every word to
+    <unk>: translations of nothing, silently."""
+    from transformer_lib.checkpoint import pretrained_path
+
+    import shutil
+
+    copy = shutil.copy(pretrained_path(), tmp_path / "model.safetensors")
+    rewrite(Path(copy), tokenizers=json.dumps([{"kind": "words", "lang": "de", "lower": True},
+                                               {"kind": "words", "lang": "en", "lower": True}]))
+    with pytest.raises(ValueError, match="tokenizer cuts whole words, but its vocabulary holds subword symbols"):
+        load_checkpoint(copy)

@@ -108,6 +108,13 @@ def read_checkpoint_tokenizers(path, metadata: dict, src_vocab, tgt_vocab, lower
             tokenizer = from_dict(value)
         except (ValueError, TypeError) as err:
             raise ValueError(f"{path}: its {name} tokenizer is not valid ({err})") from None
+        marked = sum(t.startswith("\u2581") for t in vocab.itos[4:])  # most of a subword vocabulary, none of words
+        if not hasattr(tokenizer, "bpe") and marked > len(vocab.itos[4:]) // 4:
+            raise ValueError(f"{path}: its {name} tokenizer cuts whole words, but its vocabulary holds subword symbols "
+                             "(marked \u2581): the tokenizers entry is not the one the model was trained with")
+        if tokenizer.lang != ("de", "en")[len(tokenizers)]:
+            raise ValueError(f"{path}: its {name} tokenizer is for lang={tokenizer.lang!r}; a checkpoint of this book "
+                             "reads German ('de') and writes English ('en')")
         if hasattr(tokenizer, "bpe") and tokenizer.bpe.vocab().itos != vocab.itos:
             raise ValueError(f"{path}: its {name} BPE makes {len(tokenizer.bpe.vocab()):,} symbols that are not its "
                              f"vocabulary of {len(vocab):,} tokens: the merges belong to another model")

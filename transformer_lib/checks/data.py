@@ -129,5 +129,9 @@ def check_tokenizer_dict(values) -> None:
     missing = [k for k in needed if k not in values]
     if missing:
         raise ValueError(f"values has no {missing[0]!r}: it was not written by a tokenizer's to_dict")
+    unknown = sorted(set(values) - {"kind", *needed})
+    if unknown:
+        raise ValueError(f"values has {unknown}, which a {kind!r} tokenizer does not have: it was not written by "
+                         "its to_dict")
     if not isinstance(values["lower"], bool):
         raise ValueError(f"values['lower'] must be true or false, got {values['lower']!r}")
