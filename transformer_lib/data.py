@@ -296,16 +296,22 @@ def merge_by_rank(symbols: list[str], rank: dict) -> list[str]:
     heap = [(rank[p], i) for i, p in enumerate(zip(symbols, symbols[1:])) if p in rank]
     heapq.heapify(heap)
     while heap:
-        r, i = heapq.heappop(heap)
-        j = right[i]
-        if symbols[i] is None or j < 0 or rank.get((symbols[i], symbols[j])) != r:
-            continue  # stale: a symbol of this pair was merged since it was pushed
-        symbols[i], symbols[j], right[i] = symbols[i] + symbols[j], None, right[j]
-        if right[j] >= 0:
-            left[right[j]] = i
-        for a, b in ((left[i], i), (i, right[i])):  # the two pairs the new symbol makes with its neighbours
-            if a >= 0 and b >= 0 and (symbols[a], symbols[b]) in rank:
-                heapq.heappush(heap, (rank[symbols[a], symbols[b]], a))
+        r, group = heap[0][0], []
+        while heap and heap[0][0] == r:  # every occurrence of the pair of rank r, joined left to right like merge_pair
+            group.append(heapq.heappop(heap)[1])
+        joined = []
+        for i in sorted(set(group)):
+            j = right[i]
+            if symbols[i] is None or j < 0 or rank.get((symbols[i], symbols[j])) != r:
+                continue  # stale: a symbol of this pair was merged since it was pushed
+            symbols[i], symbols[j], right[i] = symbols[i] + symbols[j], None, right[j]
+            if right[j] >= 0:
+                left[right[j]] = i
+            joined.append(i)
+        for i in joined:  # then the pairs the new symbols make with their neighbours
+            for a, b in ((left[i], i), (i, right[i])):
+                if a >= 0 and b >= 0 and (symbols[a], symbols[b]) in rank:
+                    heapq.heappush(heap, (rank[symbols[a], symbols[b]], a))
     return [s for s in symbols if s is not None]
 
 

@@ -1,0 +1,141 @@
+# Hand-written benchmark (not generated from a notebook).
+"""The book on a busy machine: chapters and training steps with other processes competing for the cores.
+
+    python benchmarks/load.py steps [--busy 2] [--rounds 2] [--record]
+    python benchmarks/load.py chapters [--busy 2] [--chapters 5 7 8] [--record]
+
+`steps` times 10 training steps of chapter 8's `cpu` model (3+3 layers, d_model 256) on random batches, each
+variant in a fresh process (the OpenMP settings are read when torch loads): torch's defaults (OMP_WAIT_POLICY
+unset), its OpenMP threads made to spin while they wait for each other (ACTIVE) or to sleep (PASSIVE, what
+transformer_lib sets unless you set it), and one thread; idle, and with --busy processes that each keep a core
+busy. Variants and loads are interleaved, round after round, and the medians kept.
+
+`chapters` runs `python -m transformer_lib.book run --budget cpu` on a copy of the book for each chapter, idle and
+with --busy processes, and records the seconds each took (the chapters in the repository are not touched).
+
+`--record` writes benchmarks/load.json (both parts, kept side by side); docs/running.md renders it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from recording import HERE, save_record  # noqa: E402
+
+ROOT = HERE.parent
+STEP = r"""
+import time, torch
+from transformer_lib.model import make_model
+from transformer_lib.training import Batch, LabelSmoothing, loss_sum
+torch.manual_seed(0)
+model = make_model(6000, 6000, n_layers=3, d_model=256, d_ff=512, n_heads=8, dropout=0.1, pad_idx=1)
+criterion, opt = LabelSmoothing(6000, 1, 0.1), torch.optim.Adam(model.parameters(), lr=1e-4)
+batch = Batch(torch.randint(4, 6000, (100, 12)), torch.randint(4, 6000, (100, 14)), pad_idx=1)
+def step():
+    loss = loss_sum(model, batch, criterion) / batch.n_tokens
+    loss.backward(); opt.step(); opt.zero_grad()
+step()
+start = time.perf_counter()
+for _ in range({n}):
+    step()
+print((time.perf_counter() - start) / {n})
+"""
+VARIANTS = {  # name -> (environment, torch threads: None for torch's default)
+    "torch's defaults (OMP_WAIT_POLICY unset)": ({}, None),
+    "spinning threads (OMP_WAIT_POLICY=ACTIVE)": ({"OMP_WAIT_POLICY": "ACTIVE"}, None),
+    "sleeping threads (OMP_WAIT_POLICY=PASSIVE)": ({"OMP_WAIT_POLICY": "PASSIVE"}, None),
+    "one thread": ({"OMP_WAIT_POLICY": "PASSIVE"}, 1),
+}
+
+
+@contextmanager
+def busy(n: int):
+    """n processes that each keep one core busy, for as long as the block runs."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        time.sleep(0.5 if n else 0)
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def step_seconds(env: dict, threads: int | None, n: int = 10) -> float:
+    code = STEP.format(n=n)
+    if threads is not None:
+        code = f"import torch; torch.set_num_threads({threads})\n" + code
+    base = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    out = subprocess.run([sys.executable, "-c", code], env={**base, **env}, capture_output=True, text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def steps(args) -> dict:
+    times = {(name, load): [] for name in VARIANTS for load in (0, args.busy)}
+    for r in range(args.rounds):
+        for load in (0, args.busy):
+            with busy(load):
+                for name, (env, threads) in VARIANTS.items():
+                    times[name, load].append(step_seconds(env, threads))
+                    print(f"round {r + 1}, {load} busy, {name}: {times[name, load][-1]:.3f} s/step", flush=True)
+    return {name: {"idle_s_per_step": round(statistics.median(times[name, 0]), 3),
+                   "loaded_s_per_step": round(statistics.median(times[name, args.busy]), 3),
+                   "slowdown": round(statistics.median(times[name, args.busy]) / statistics.median(times[name, 0]), 2)}
+            for name in VARIANTS}
+
+
+def chapters(args) -> dict:
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "book"
+        shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".venv", ".git", "runs", "site", "build", "__pycache__"))
+        for chapter in args.chapters:
+            row = {}
+            for load in (0, args.busy):
+                with busy(load):
+                    start = time.perf_counter()
+                    subprocess.run([sys.executable, "-m", "transformer_lib.book", "--root", str(copy), "run",
+                                    "--budget", "cpu", str(chapter)], check=True, stdout=subprocess.DEVNULL)
+                    row["idle_s" if load == 0 else "loaded_s"] = round(time.perf_counter() - start, 1)
+                shutil.rmtree(copy / "notebooks" / "runs", ignore_errors=True)  # chapter 8 trains afresh each time
+                print(f"chapter {chapter}, {load} busy: {row['idle_s' if load == 0 else 'loaded_s']} s", flush=True)
+            row["slowdown"] = round(row["loaded_s"] / row["idle_s"], 2)
+            results[str(chapter)] = row
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("part", choices=["steps", "chapters"])
+    parser.add_argument("--busy", type=int, default=2, help="processes keeping a core busy each (default 2)")
+    parser.add_argument("--rounds", type=int, default=2, help="steps: rounds of every variant (default 2)")
+    parser.add_argument("--chapters", type=int, nargs="+", default=[5, 7, 8], help="chapters: which (default 5 7 8)")
+    parser.add_argument("--record", nargs="?", const=HERE / "load.json", default=None, type=Path, metavar="FILE",
+                        help="write the results as JSON (default FILE: benchmarks/load.json)")
+    args = parser.parse_args(argv)
+    if args.busy < 1 or args.rounds < 1:
+        parser.error("--busy and --rounds must be at least 1")
+    from transformer_lib.runtime import machine
+
+    results = steps(args) if args.part == "steps" else chapters(args)
+    print(json.dumps(results, indent=2))
+    if args.record:
+        record = json.loads(args.record.read_text()) if args.record.exists() else {}
+        record[args.part] = {"machine": machine(), "busy": args.busy, "results": results}
+        save_record(args.record, record)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
