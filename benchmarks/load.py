@@ -6,12 +6,12 @@
 
 `steps` times 10 training steps of chapter 8's `cpu` model (3+3 layers, d_model 256) on random batches, each
 variant in a fresh process (the OpenMP settings are read when torch loads): torch's defaults (OMP_WAIT_POLICY
-unset), its OpenMP threads made to spin while they wait for each other (ACTIVE) or to sleep (PASSIVE, what
-transformer_lib sets unless you set it), and one thread; idle, and with --busy processes that each keep a core
-busy. Variants and loads are interleaved, round after round, and the medians kept.
+unset), its OpenMP threads made to spin while they wait for each other (ACTIVE) or to sleep (PASSIVE), and one
+thread; idle, and with --busy processes that each keep a core busy. Variants and loads are interleaved, round after round, and the medians kept.
 
 `chapters` runs `python -m transformer_lib.book run --budget cpu` on a copy of the book for each chapter, idle and
-with --busy processes, and records the seconds each took (the chapters in the repository are not touched).
+with --busy processes, and records the seconds each took (the chapters in the repository are not touched);
+--env sets the runs' environment (e.g. OMP_WAIT_POLICY=PASSIVE).
 
 `--record` writes benchmarks/load.json (both parts, kept side by side); docs/running.md renders it.
 """
@@ -96,6 +96,7 @@ def steps(args) -> dict:
 
 
 def chapters(args) -> dict:
+    env = {**os.environ, **dict(item.split("=", 1) for item in args.env)}
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / "book"
@@ -106,7 +107,7 @@ def chapters(args) -> dict:
                 with busy(load):
                     start = time.perf_counter()
                     subprocess.run([sys.executable, "-m", "transformer_lib.book", "--root", str(copy), "run",
-                                    "--budget", "cpu", str(chapter)], check=True, stdout=subprocess.DEVNULL)
+                                    "--budget", "cpu", str(chapter)], check=True, stdout=subprocess.DEVNULL, env=env)
                     row["idle_s" if load == 0 else "loaded_s"] = round(time.perf_counter() - start, 1)
                 shutil.rmtree(copy / "notebooks" / "runs", ignore_errors=True)  # chapter 8 trains afresh each time
                 print(f"chapter {chapter}, {load} busy: {row['idle_s' if load == 0 else 'loaded_s']} s", flush=True)
@@ -121,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--busy", type=int, default=2, help="processes keeping a core busy each (default 2)")
     parser.add_argument("--rounds", type=int, default=2, help="steps: rounds of every variant (default 2)")
     parser.add_argument("--chapters", type=int, nargs="+", default=[5, 7, 8], help="chapters: which (default 5 7 8)")
+    parser.add_argument("--env", nargs="*", default=[], metavar="NAME=VALUE",
+                        help="chapters: environment for the runs, e.g. OMP_WAIT_POLICY=ACTIVE (default: as it is)")
     parser.add_argument("--record", nargs="?", const=HERE / "load.json", default=None, type=Path, metavar="FILE",
                         help="write the results as JSON (default FILE: benchmarks/load.json)")
     args = parser.parse_args(argv)

@@ -35,6 +35,7 @@ DOCUMENTS = ("README.md", "docs/commands.md", "docs/running.md", "docs/speed.md"
 RUNS_FILE = "docs/runs.json"
 SPEED_FILE = "benchmarks/speed.json"
 SERVE_FILE = "benchmarks/serve.json"
+LOAD_FILE = "benchmarks/load.json"
 SUBWORDS_FILE = "benchmarks/subwords.json"
 RECIPES_FILE = "benchmarks/recipes.json"
 _BLOCK = re.compile(r"(<!-- begin ([\w-]+) \(python -m transformer_lib\.book readme\) -->\n)(.*?)(<!-- end \2 -->)", re.S)
@@ -306,12 +307,36 @@ def _serve_table(book, results) -> str:
     return _recorded(book, SERVE_FILE, "benchmarks/serve.py", "serving benchmark", serve_markdown)
 
 
+def load_markdown(record: dict) -> str:
+    """A recorded run of benchmarks/load.py: chapters and training steps, idle and beside busy processes."""
+    lines = []
+    if "chapters" in record:
+        c = record["chapters"]
+        lines += [f"{c['machine']}: each chapter under `cpu`, idle and with {c['busy']} other processes each keeping "
+                  "a core busy:", "", "| chapter | idle | loaded | slowdown |", "|---|---|---|---|"]
+        lines += [f"| {n} | {r['idle_s'] / 60:.1f} min | {r['loaded_s'] / 60:.1f} min | {r['slowdown']:.2f}x |"
+                  for n, r in c["results"].items()]
+        lines.append("")
+    if "steps" in record:
+        s = record["steps"]
+        lines += [f"{s['machine']}: one training step of chapter 8's `cpu` model, each way of running torch's "
+                  f"threads, idle and with {s['busy']} busy processes (medians):", "",
+                  "| threads | idle | loaded | slowdown |", "|---|---|---|---|"]
+        lines += [f"| {name} | {r['idle_s_per_step']:.2f} s | {r['loaded_s_per_step']:.2f} s | {r['slowdown']:.2f}x |"
+                  for name, r in s["results"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def _load_table(book, results) -> str:
+    return _recorded(book, LOAD_FILE, "benchmarks/load.py steps", "run under load", load_markdown)
+
+
 def _subwords_table(book, results) -> str:
     return _recorded(book, SUBWORDS_FILE, "benchmarks/subwords.py", "comparison of vocabularies", subwords_markdown)
 
 
 BLOCKS = {"run-times": _run_times, "copy-task": _copy_task, "shipped-scores": _shipped, "speed": _speed_table,
-          "serving": _serve_table, "subwords": _subwords_table, "recipes": _recipes_table}
+          "serving": _serve_table, "subwords": _subwords_table, "recipes": _recipes_table, "load": _load_table}
 
 
 def render_blocks(book, text: str, file: str = "README.md") -> str:
