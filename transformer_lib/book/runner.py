@@ -5,7 +5,6 @@
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import tempfile
@@ -104,13 +103,6 @@ def _failure(err: BaseException, where: str, timeout: int) -> str:
 _KERNEL_NOISE = ("running over TCP without encryption",)
 
 
-@contextlib.contextmanager
-def _kernel_log():
-    """A temporary file for the kernel's standard error (its start-up warnings, and its last words if it dies)."""
-    with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as log:
-        yield log
-
-
 def _last_words(log, err: BaseException) -> str:
     """For a kernel that died: its last line on standard error (e.g. the signal that killed it), if it wrote one."""
     from nbclient.exceptions import DeadKernelError
@@ -152,7 +144,7 @@ def run(book: Book, chapters: list[Chapter], budget: str | None = None, timeout:
                     nb, timeout=timeout, kernel_name="python3", record_timing=False,
                     resources={"metadata": {"path": str(path.parent)}}, on_cell_start=progress.on_cell_start,
                 )
-                with _kernel_log() as log:
+                with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as log:
                     try:
                         client.execute(stderr=log)  # the kernel's own messages go to a log, shown if it dies
                     except (CellControlSignal, DeadKernelError, KeyboardInterrupt, AssertionError) as err:
