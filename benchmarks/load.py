@@ -45,17 +45,21 @@ batch = Batch(torch.randint(4, 6000, (100, 12)), torch.randint(4, 6000, (100, 14
 def step():
     loss = loss_sum(model, batch, criterion) / batch.n_tokens
     loss.backward(); opt.step(); opt.zero_grad()
+warm = time.perf_counter()
 step()
+while time.perf_counter() - warm < 3:  # long enough for share_cores to have measured the machine
+    step()
 start = time.perf_counter()
 for _ in range({n}):
     step()
 print((time.perf_counter() - start) / {n})
 """
-VARIANTS = {  # name -> (environment, torch threads: None for torch's default)
-    "torch's defaults (OMP_WAIT_POLICY unset)": ({}, None),
-    "spinning threads (OMP_WAIT_POLICY=ACTIVE)": ({"OMP_WAIT_POLICY": "ACTIVE"}, None),
-    "sleeping threads (OMP_WAIT_POLICY=PASSIVE)": ({"OMP_WAIT_POLICY": "PASSIVE"}, None),
-    "one thread": ({"OMP_WAIT_POLICY": "PASSIVE"}, 1),
+VARIANTS = {  # name -> (environment, what to run first)
+    "torch's defaults (OMP_WAIT_POLICY unset)": ({}, ""),
+    "spinning threads (OMP_WAIT_POLICY=ACTIVE)": ({"OMP_WAIT_POLICY": "ACTIVE"}, ""),
+    "sleeping threads (OMP_WAIT_POLICY=PASSIVE)": ({"OMP_WAIT_POLICY": "PASSIVE"}, ""),
+    "one thread": ({}, "import torch; torch.set_num_threads(1)"),
+    "the free cores (runtime.share_cores, as book run does)": ({}, "from transformer_lib.runtime import share_cores; share_cores()"),
 }
 
 
@@ -72,11 +76,9 @@ def busy(n: int):
             p.wait()
 
 
-def step_seconds(env: dict, threads: int | None, n: int = 10) -> float:
-    code = STEP.format(n=n)
-    if threads is not None:
-        code = f"import torch; torch.set_num_threads({threads})\n" + code
-    base = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+def step_seconds(env: dict, first: str, n: int = 10) -> float:
+    code = first + "\n" + STEP.format(n=n)
+    base = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS")}
     out = subprocess.run([sys.executable, "-c", code], env={**base, **env}, capture_output=True, text=True, check=True)
     return float(out.stdout.strip().splitlines()[-1])
 
@@ -86,13 +88,13 @@ def steps(args) -> dict:
     for r in range(args.rounds):
         for load in (0, args.busy):
             with busy(load):
-                for name, (env, threads) in VARIANTS.items():
-                    times[name, load].append(step_seconds(env, threads))
+                for name in args.variants:
+                    times[name, load].append(step_seconds(*VARIANTS[name]))
                     print(f"round {r + 1}, {load} busy, {name}: {times[name, load][-1]:.3f} s/step", flush=True)
     return {name: {"idle_s_per_step": round(statistics.median(times[name, 0]), 3),
                    "loaded_s_per_step": round(statistics.median(times[name, args.busy]), 3),
                    "slowdown": round(statistics.median(times[name, args.busy]) / statistics.median(times[name, 0]), 2)}
-            for name in VARIANTS}
+            for name in args.variants}
 
 
 def chapters(args) -> dict:
@@ -126,7 +128,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="chapters: environment for the runs, e.g. OMP_WAIT_POLICY=ACTIVE (default: as it is)")
     parser.add_argument("--record", nargs="?", const=HERE / "load.json", default=None, type=Path, metavar="FILE",
                         help="write the results as JSON (default FILE: benchmarks/load.json)")
+    parser.add_argument("--only", nargs="+", type=int, metavar="N", help="steps: only these variants (1 to "
+                        f"{len(VARIANTS)}, in the order {'; '.join(VARIANTS)}), e.g. for a quick look")
     args = parser.parse_args(argv)
+    names = list(VARIANTS)
+    if args.only and not all(1 <= n <= len(names) for n in args.only):
+        parser.error(f"--only takes variant numbers from 1 to {len(names)}")
+    args.variants = [names[n - 1] for n in args.only] if args.only else names
     if args.busy < 1 or args.rounds < 1:
         parser.error("--busy and --rounds must be at least 1")
     from transformer_lib.runtime import machine

@@ -350,3 +350,32 @@ def test_a_malformed_book_yml_is_one_line_naming_where(tmp_path, capsys):
         (tmp_path / "book.yml").write_text(text)
         assert cli.main(["--root", str(tmp_path), "check"]) == 1
         assert message in capsys.readouterr().err
+
+
+def test_run_shares_cores_in_each_kernel_and_records_how_busy_other_processes_kept_them(tmp_path, capsys):
+    import json
+
+    from transformer_lib import runtime
+
+    if runtime.busy_seconds([0]) is None:
+        pytest.skip("this machine has no /proc/stat to measure")
+    spin = "import time\nend = time.process_time() + 3\nwhile time.process_time() < end:\n    pass"
+    book = make_book(tmp_path, {"01_alpha": [
+        "#| default_exp alpha",
+        "import transformer_lib.runtime as r\nprint('sharing', r._SHARING is not None)",
+        spin,
+    ]})
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        runner.run(book, list(book.chapters), budget="smoke", timeout=120, record=True)
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+    loaded = json.loads((tmp_path / "docs" / "runs.json").read_text())["notebooks/01_alpha.ipynb"]["other_cores_busy"]
+    assert loaded >= 0.5  # two processes spinning beside the kernel
+    assert "other processes kept" in capsys.readouterr().out
+    nb = nbformat.read(tmp_path / "notebooks" / "01_alpha.ipynb", as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code[1].outputs[0].text == "sharing True\n"
+    assert [c.execution_count for c in code] == [1, 2, 3]  # the runner's own call left no trace in the counts

@@ -169,6 +169,13 @@ def test_record_run_keeps_other_chapters_and_book_order(tmp_path):
     runs = json.loads((tmp_path / "docs" / "runs.json").read_text())
     assert list(runs) == ["notebooks/01_a.ipynb", "notebooks/02_b.ipynb"]
     assert runs["notebooks/02_b.ipynb"] == {"budget": "cpu", "seconds": 12.3, "machine": "a machine"}
+    claims.record_run(small, chapters[1], "cpu", 20.0, "a machine", others=1.234)
+    runs = json.loads((tmp_path / "docs" / "runs.json").read_text())
+    assert runs["notebooks/02_b.ipynb"]["other_cores_busy"] == 1.23
+    (tmp_path / "book.yml").write_text("cpu_minutes: 10\n")
+    table = claims._run_times(small, {})
+    assert "| 1. A | `smoke` | 0.0 | a machine | not measured |" in table
+    assert "| 2. B | `cpu` | 0.3 | a machine | 1.2 |" in table
 
 
 def test_chapter_4_initialization_is_the_one_the_recorded_measurement_favours():

@@ -55,3 +55,104 @@ def test_torch_threads_sets_and_restores_the_thread_count():
     with pytest.raises(ValueError, match="n must be a positive int"):
         with torch_threads(0):
             pass
+
+
+def test_free_threads_leaves_the_cores_others_keep_busy():
+    from transformer_lib.runtime import free_threads
+
+    assert free_threads(2, 0.0, 2) == 2  # idle: torch's own choice
+    assert free_threads(2, 0.3, 2) == 2  # a little background work changes nothing
+    assert free_threads(2, 1.0, 2) == 1  # two busy processes get a core between them beside our two threads
+    assert free_threads(2, 1.4, 2) == 1
+    assert free_threads(2, 5.0, 2) == 1  # never fewer than one
+    assert free_threads(16, 4.0, 8) == 8  # never more than torch chose on an idle machine
+    assert free_threads(16, 10.0, 16) == 6
+
+
+class _FakeMachine:
+    """Busy seconds of the whole machine and of this process, advanced by hand, and a clock."""
+
+    def __init__(self):
+        self.now, self.all, self.mine = 0.0, 0.0, 0.0
+
+    def run(self, seconds, mine, others):
+        self.now += seconds
+        self.mine += mine * seconds
+        self.all += (mine + others) * seconds
+
+
+def test_core_share_follows_other_processes_after_two_samples_that_agree():
+    from transformer_lib.runtime import _CoreShare
+
+    m = _FakeMachine()
+    share = _CoreShare(2, busy=lambda cpus: m.all, own=lambda: m.mine, clock=lambda: m.now)
+    share.cpus = [0, 1]
+    before = torch.get_num_threads()
+    try:
+        m.run(1, mine=2.0, others=0.0)
+        assert share.observe() == 2 and share.others == 0.0
+        m.run(1, mine=1.0, others=1.0)  # two busy processes appear: one sample is not enough
+        assert share.observe() == 2 and share.others == pytest.approx(1.0)
+        m.run(1, mine=0.7, others=1.3)
+        assert share.observe() == 1
+        share.apply()  # what the hooks call, on the thread that runs torch
+        assert torch.get_num_threads() == 1
+        m.run(1, mine=1.0, others=0.0)  # they stop
+        assert share.observe() == 1
+        m.run(1, mine=2.0, others=0.05)
+        assert share.observe() == 2
+        share.apply()
+        assert torch.get_num_threads() == 2
+        m.run(1, mine=1.0, others=0.0)
+        share.busy = lambda cpus: None  # the machine can no longer be read: keep what was wanted
+        assert share.observe() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_share_cores_sets_threads_at_each_optimizer_step_and_stops_cleanly(monkeypatch):
+    from transformer_lib import runtime
+
+    if runtime.busy_seconds([0]) is None:
+        pytest.skip("this machine has no /proc/stat to measure")  # not a failure hidden: share_cores returns False there
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    before = torch.get_num_threads()
+    assert runtime.share_cores(every=60.0) is True
+    try:
+        assert runtime.share_cores() is True  # a second call keeps the first
+        runtime._SHARING.wanted = 1  # as if other processes had kept the cores busy
+        model = torch.nn.Linear(2, 2)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        model(torch.ones(2)).sum().backward()
+        optimizer.step()
+        assert torch.get_num_threads() == 1
+    finally:
+        assert runtime.share_cores(on=False) is False
+    assert runtime._SHARING is None and torch.get_num_threads() == before
+    optimizer.step()  # the hook is gone
+    assert torch.get_num_threads() == before
+
+
+def test_share_cores_leaves_a_thread_count_fixed_by_omp_num_threads(monkeypatch):
+    from transformer_lib import runtime
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert runtime.share_cores() is False and runtime._SHARING is None
+    with pytest.raises(ValueError, match="every must be a positive number of seconds"):
+        runtime.share_cores(every=0)
+
+
+def test_process_seconds_reads_this_process_cpu_time():
+    import os
+    import time
+
+    from transformer_lib import runtime
+
+    if runtime.process_seconds(os.getpid()) is None:
+        pytest.skip("this machine has no /proc to measure")
+    before = runtime.process_seconds(os.getpid())
+    end = time.process_time() + 0.3
+    while time.process_time() < end:
+        pass
+    assert runtime.process_seconds(os.getpid()) - before >= 0.2
+    assert runtime.process_seconds(2**22 + 12345) is None  # no such process

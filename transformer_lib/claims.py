@@ -78,10 +78,13 @@ def recorded_runs(book) -> dict[str, dict]:
     return data
 
 
-def record_run(book, chapter, budget: str, seconds: float, machine: str) -> None:
-    """Write how long `chapter` took under `budget` into docs/runs.json (other chapters' records are kept)."""
+def record_run(book, chapter, budget: str, seconds: float, machine: str, others: float | None = None) -> None:
+    """Write how long `chapter` took under `budget` into docs/runs.json (other chapters' records are kept), and
+    `others`, the cores other processes kept busy meanwhile, where it was measured."""
     runs = recorded_runs(book)
     runs[chapter.file] = {"budget": budget, "seconds": round(seconds, 1), "machine": machine}
+    if others is not None:
+        runs[chapter.file]["other_cores_busy"] = round(others, 2)
     ordered = {c.file: runs[c.file] for c in book.chapters if c.file in runs}
     path = book.root / RUNS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -99,13 +102,16 @@ def _run_times(book, results) -> str:
     limit = chapter_minutes(book)
     lines = [f"What `book run --record` measured for the committed notebooks ({RUNS_FILE}); book.yml promises each "
              f"chapter at most about {limit:g} minutes under `cpu`:", "",
-             "| chapter | budget | minutes | machine |", "|---|---|---|---|"]
+             "| chapter | budget | minutes | machine | cores other processes kept busy |", "|---|---|---|---|---|"]
     for number, chapter in enumerate(book.chapters, 1):
         run = runs.get(chapter.file)
         if run:
-            lines.append(f"| {number}. {chapter.title} | `{run['budget']}` | {run['seconds'] / 60:.1f} | {run['machine']} |")
+            others = run.get("other_cores_busy")
+            load = "not measured" if others is None else f"{others:.1f}"
+            lines.append(f"| {number}. {chapter.title} | `{run['budget']}` | {run['seconds'] / 60:.1f} | {run['machine']} "
+                         f"| {load} |")
         else:
-            lines.append(f"| {number}. {chapter.title} | not recorded | | |")
+            lines.append(f"| {number}. {chapter.title} | not recorded | | | |")
     return "\n".join(lines) + "\n"
 
 

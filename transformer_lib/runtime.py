@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import os
 import random
+import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 
 __all__ = ["BUDGETS", "BUDGET_ENV", "default_device", "torch_threads", "run_budget", "seed_everything", "world_size", "all_reduce_sum",
-           "machine", "report"]
+           "machine", "report", "share_cores", "free_threads", "busy_seconds",
+           "process_seconds"]
 
 BUDGETS = ("smoke", "cpu", "full")
 BUDGET_ENV = "BOOK_BUDGET"
@@ -106,6 +109,140 @@ def torch_threads(n: int):
         yield n
     finally:
         torch.set_num_threads(previous)
+
+
+def busy_seconds(cpus) -> float | None:
+    """Seconds the CPUs numbered in `cpus` have spent busy since boot, every process together (Linux's /proc/stat:
+    user, nice, system, interrupts and time stolen by the hypervisor, not idle or waiting on a disk); None where
+    /proc/stat cannot be read (macOS, Windows)."""
+    try:
+        lines = Path("/proc/stat").read_text(encoding="ascii", errors="replace").splitlines()
+        tick = os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, AttributeError):
+        return None
+    wanted, ticks = {int(c) for c in cpus}, 0
+    for line in lines:
+        name, *fields = line.split()
+        if name[3:].isdigit() and name.startswith("cpu") and int(name[3:]) in wanted and len(fields) >= 8:
+            user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
+            ticks += user + nice + system + irq + softirq + steal
+    return ticks / tick
+
+
+def process_seconds(pid: int) -> float | None:
+    """CPU seconds process `pid` has used, all its threads and the children it waited for (Linux's
+    /proc/PID/stat); None where that cannot be read."""
+    try:
+        stat = Path(f"/proc/{int(pid)}/stat").read_text(encoding="ascii", errors="replace")
+        tick = os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, AttributeError):
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()  # after the command name, which may hold spaces; fields[0] is field 3
+    return sum(int(f) for f in fields[11:15]) / tick  # utime, stime, cutime, cstime
+
+
+def free_threads(cores: int, others: float, most: int) -> int:
+    """How many threads torch should run: the cores this process may use less those other processes kept busy
+    (`others`, in cores), rounded, at least 1 and at most `most` (torch's own choice on an idle machine)."""
+    return max(1, min(most, int(cores - others + 0.5)))
+
+
+class _CoreShare:
+    """Watches how busy other processes keep the cores and says how many threads torch should run.
+
+    A thread samples every `every` seconds; the count changes when two samples in a row agree. `apply` sets it, and
+    must run on the thread that runs torch (a thread count is per calling thread), so the hooks call it there.
+    """
+
+    def __init__(self, most: int, every: float = 1.0, busy=busy_seconds, own=time.process_time, clock=time.monotonic):
+        self.cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
+        self.most, self.every, self.busy, self.own, self.clock = most, every, busy, own, clock
+        self.wanted = self._seen = most
+        self.others = 0.0
+        self._last = (clock(), busy(self.cpus), own())
+        self._stop = threading.Event()
+        self._handles = []
+
+    def observe(self) -> int:
+        """Take a sample: the cores other processes kept busy since the last one. Returns the threads wanted."""
+        now, busy, own = self.clock(), self.busy(self.cpus), self.own()
+        then, busy_then, own_then = self._last
+        self._last = now, busy, own
+        if busy is None or busy_then is None or now <= then:
+            return self.wanted
+        self.others = max(0.0, (busy - busy_then - (own - own_then)) / (now - then))
+        threads = free_threads(len(self.cpus), self.others, self.most)
+        if threads == self._seen:
+            self.wanted = threads
+        self._seen = threads
+        return self.wanted
+
+    def apply(self, *_args, **_kwargs) -> None:
+        if torch.get_num_threads() != self.wanted:
+            torch.set_num_threads(self.wanted)
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.every):
+            self.observe()
+
+    def start(self) -> "_CoreShare":
+        from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+        threading.Thread(target=self._watch, name="share_cores", daemon=True).start()
+        self._handles.append(register_optimizer_step_pre_hook(self.apply))
+        try:
+            from IPython import get_ipython
+        except ImportError:  # pragma: no cover - IPython ships with the book's requirements
+            get_ipython = None
+        shell = get_ipython() if get_ipython is not None else None
+        if shell is not None:
+            shell.events.register("pre_run_cell", self.apply)
+            self._handles.append(_Unregister(shell, self.apply))
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+        torch.set_num_threads(self.most)
+
+
+class _Unregister:
+    def __init__(self, shell, callback):
+        self.shell, self.callback = shell, callback
+
+    def remove(self):
+        self.shell.events.unregister("pre_run_cell", self.callback)
+
+
+_SHARING: _CoreShare | None = None
+
+
+def share_cores(on: bool = True, every: float = 1.0) -> bool:
+    """Let torch use only the cores other processes leave free, from now on in this process.
+
+    On a CPU that other programs keep busy, torch's threads wait for each other while the process they wait for is
+    off its core, and a chapter can take ten times as long; one thread then runs far faster. A background thread
+    measures how busy other processes keep this process's cores (Linux), and each optimizer step and each Jupyter
+    cell sets torch's thread count to the cores left free, between 1 and the count torch chose. `book run` calls
+    this in every chapter's kernel. It does nothing (returns False) where the machine cannot be measured, when
+    $OMP_NUM_THREADS fixes the count, or with `on=False`, which stops an earlier call and restores the count.
+    Returns whether cores are being shared.
+    """
+    global _SHARING
+    if isinstance(every, bool) or not isinstance(every, (int, float)) or not every > 0:
+        raise ValueError(f"every must be a positive number of seconds, got {every!r}")
+    if _SHARING is not None:
+        if on:
+            return True
+        _SHARING.stop()
+        _SHARING = None
+        return False
+    if not on or os.environ.get("OMP_NUM_THREADS") or busy_seconds([0]) is None:
+        return False
+    _SHARING = _CoreShare(torch.get_num_threads(), every).start()
+    return True
 
 
 def machine() -> str:

@@ -13,7 +13,7 @@ import time
 import nbformat
 
 from transformer_lib.book import CORPUS_OUTPUT_TAG, Book, BookError, Chapter, _write_atomic
-from transformer_lib.runtime import BUDGET_ENV, run_budget
+from transformer_lib.runtime import BUDGET_ENV, busy_seconds, process_seconds, run_budget
 
 __all__ = ["settle_streams", "run"]
 
@@ -79,6 +79,46 @@ class _Progress:
                 print(line, file=self.out, flush=True)
 
 
+# run silently in each chapter's kernel before its first cell: torch uses only the cores other processes leave free
+SHARE_CORES = "__import__('transformer_lib.runtime', fromlist=['share_cores']).share_cores()"
+
+
+class _Kernel:
+    """What the runner does in a chapter's kernel besides its cells: start core sharing there (SHARE_CORES), and
+    measure how many cores other processes kept busy while the chapter ran (Linux; None elsewhere)."""
+
+    def __init__(self, client):
+        self.client, self.pid, self.start, self.end = client, None, None, None
+        self.cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
+
+    def _sample(self):
+        kernel = process_seconds(self.pid) if self.pid is not None else None
+        busy = busy_seconds(self.cpus)
+        return time.monotonic(), busy, None if kernel is None or busy is None else kernel + time.process_time()
+
+    async def on_notebook_start(self, notebook, **_):
+        self.pid = getattr(self.client.km.provisioner, "pid", None)
+        self.start = self._sample()
+        reply = await self.client.async_wait_for_reply(
+            self.client.kc.execute(SHARE_CORES, silent=True, store_history=False))
+        content = (reply or {}).get("content", {})
+        if content.get("status") != "ok":
+            raise BookError(f"the kernel could not start sharing cores: {content.get('ename', 'no reply')}: "
+                            f"{content.get('evalue', '')}")
+
+    def on_cell_executed(self, **_):
+        self.end = self._sample()
+
+    def others(self) -> float | None:
+        """Cores other processes kept busy, on average, from the kernel's start to the end of its last cell."""
+        if self.start is None or self.end is None or None in (*self.start[1:], *self.end[1:]):
+            return None
+        seconds = self.end[0] - self.start[0]
+        if seconds <= 0:
+            return None
+        return max(0.0, (self.end[1] - self.start[1] - (self.end[2] - self.start[2])) / seconds)
+
+
 def _clock(seconds: float) -> str:
     minutes, seconds = divmod(int(seconds), 60)
     return f"{minutes}m{seconds:02d}s"
@@ -121,7 +161,9 @@ def run(book: Book, chapters: list[Chapter], budget: str | None = None, timeout:
 
     While a cell runs longer than `every` seconds a line says which one and for how long. A failing cell, a
     time-out, a dead kernel or Ctrl-C ends the run with a BookError naming the chapter and the cell; the chapter's
-    file is left as it was. With `record`, each chapter's time goes into docs/runs.json (claims.record_run).
+    file is left as it was. With `record`, each chapter's time goes into docs/runs.json (claims.record_run), with
+    the cores other processes kept busy meanwhile. Each kernel first calls runtime.share_cores, so that torch uses
+    only the cores other processes leave free.
     """
     out = out or sys.stdout
     from nbclient import NotebookClient
@@ -144,6 +186,8 @@ def run(book: Book, chapters: list[Chapter], budget: str | None = None, timeout:
                     nb, timeout=timeout, kernel_name="python3", record_timing=False,
                     resources={"metadata": {"path": str(path.parent)}}, on_cell_start=progress.on_cell_start,
                 )
+                kernel = _Kernel(client)
+                client.on_notebook_start, client.on_cell_executed = kernel.on_notebook_start, kernel.on_cell_executed
                 with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as log:
                     try:
                         client.execute(stderr=log)  # the kernel's own messages go to a log, shown if it dies
@@ -163,11 +207,13 @@ def run(book: Book, chapters: list[Chapter], budget: str | None = None, timeout:
                 elif cell.cell_type == "code":
                     cell.outputs = settle_streams(cell.outputs)
             _write_atomic(path, nbformat.writes(nb) + "\n")
+            others = kernel.others()
             if record:
                 from transformer_lib.claims import record_run
 
-                record_run(book, chapter, budget, seconds, machine())
-            print(f"{label}: done in {seconds:.1f}s", file=out, flush=True)
+                record_run(book, chapter, budget, seconds, machine(), others=others)
+            beside = f" (other processes kept {others:.1f} cores busy)" if others is not None and others >= 0.1 else ""
+            print(f"{label}: done in {seconds:.1f}s{beside}", file=out, flush=True)
     finally:
         if previous is None:
             os.environ.pop(BUDGET_ENV, None)
