@@ -1023,6 +1023,14 @@ def _(tmp): _modern().apply_rope(torch.zeros(2, 5, 8), _modern().rope_angles(5, 
 def _(tmp): _modern().apply_rope(torch.zeros(1, 2, 9, 8), _modern().rope_angles(8, 8))
 
 
+@case("pairs_from_halves(weight, n_heads)", "rows that are not n_heads heads of an even d_k", ValueError, "n_heads=4", "even d_k")
+def _(tmp): _modern().pairs_from_halves(torch.zeros(10, 3), 4)
+
+
+@case("pairs_from_halves(weight, n_heads)", "the projection module instead of its weight", ValueError, "weight", "projection")
+def _(tmp): _modern().pairs_from_halves(torch.nn.Linear(8, 16), 4)
+
+
 @case("Attention(d_model, n_heads, n_kv_heads)", "n_heads not divisible by n_kv_heads", ValueError, "n_heads=8",
       "n_kv_heads=3")
 def _(tmp): _modern().Attention(32, 8, 3)

@@ -5,6 +5,7 @@ time each chapter took, benchmarks/speed.json the benchmark. These tests fail wh
 book.yml's promise, the prose's ranges and those records disagree. They read committed files; nothing is timed.
 """
 import json
+import math
 import re
 from pathlib import Path
 
@@ -272,3 +273,84 @@ def test_the_shipped_model_is_the_run_the_recorded_comparison_of_recipes_chose_o
     fast = next(r for r in runs if r.get("changes") == {"fast": True, "epochs": 30})
     assert abs(bpe["history"][-1]["step"] / fast["history"][-1]["step"] - 1) < 0.01
     assert 1.2 < bpe["history"][0]["step"] / fast["history"][0]["step"] < 1.3  # about a quarter more batches
+
+
+def _table_problems(text: str) -> list[str]:
+    """Markdown tables (GitHub's syntax) that would not render as tables: no header separator, or a row with another
+    number of cells than its header (an unescaped | inside a code span splits a cell, too)."""
+    problems, lines, i, fenced = [], text.splitlines(), 0, False
+    cells = lambda row: len(re.split(r"\|", row.strip().strip("|").replace("\\|", "")))
+    while i < len(lines):
+        if lines[i].lstrip().startswith("```"):
+            fenced = not fenced
+        if fenced or not lines[i].lstrip().startswith("|"):
+            i += 1
+            continue
+        j = i
+        while j < len(lines) and lines[j].lstrip().startswith("|"):
+            j += 1
+        block = lines[i:j]
+        if len(block) < 2 or not re.fullmatch(r"\s*\|(\s*:?-{3,}:?\s*\|)+\s*", block[1]):
+            problems.append(f"no header separator under {block[0][:60]!r}")
+        else:
+            problems += [f"{cells(row)} cells under a header of {cells(block[0])}: {row[:60]!r}"
+                         for row in block[2:] if cells(row) != cells(block[0])]
+        i = j
+    return problems
+
+
+def test_every_markdown_table_renders_as_a_table():
+    texts = {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8") for p in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]}
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
+            shown = [cell.source] if cell.cell_type == "markdown" else \
+                [o["data"]["text/markdown"] for o in cell.get("outputs", []) if "text/markdown" in o.get("data", {})]
+            for n, text in enumerate(shown):
+                texts[f"{path.name} cell {index}" + (f" output {n}" if cell.cell_type == "code" else "")] = text
+    broken = {where: problems for where, text in texts.items() if (problems := _table_problems(text))}
+    assert not broken, broken
+    assert _table_problems("| a | b |\n|---|---|\n| `#| x` | y |") and _table_problems("| a |\n\n| b |")
+
+
+# A measured-looking number (a decimal, a percentage, a ratio, a count of minutes, seconds, epochs or steps) in a
+# chapter's prose must be one the chapter's code or outputs show. These are the exceptions, each with what it is; an
+# arithmetic one is computed here.
+STATED = {
+    ("02", "2.8"): ("sqrt(8), the base model's 8 heads", math.sqrt(8)),
+    ("05", "1.54"): ("log(e + V - 1) - 1 for the copy task's V = 11 symbols", math.log(math.e + 10) - 1),
+    ("05", "4000"): ("the paper's warmup, section 5.3", None),
+    ("06", "40"): ("the padding of the figure's sixteen sentences in random batches of four", None),
+    ("08", "4.5"): ("the paper's 4.5 million WMT 2014 sentence pairs, section 5.1", None),
+}
+_MEASURED = re.compile(r"(?<![\w.$])\d[\d,]*\.\d+(%|x\b)?|(?<![\w.$])\d[\d,]*%|(?<![\w.$-])\d[\d,]*(?= ?(min|minutes|seconds|s|"
+                       r"epochs|steps|hours|x)\b)")
+
+
+def _shown(cell) -> str:
+    parts = [cell.source]
+    for o in cell.get("outputs", []):
+        parts.append(o.get("text", ""))
+        parts += [v if isinstance(v, str) else "".join(v) for k, v in o.get("data", {}).items() if k.startswith("text/")]
+    return "\n".join(parts)
+
+
+def test_every_measured_number_in_the_prose_is_one_its_chapter_shows():
+    unshown = []
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        cells = nbformat.read(path, as_version=4).cells
+        shown = re.sub(r"(?<=\d),(?=\d{3})", "", "\n".join(_shown(c) for c in cells if c.cell_type == "code"))
+        for index, cell in enumerate(cells):
+            if cell.cell_type != "markdown" or re.match(r"(#+ Exercise|## References)", cell.source):
+                continue
+            prose = "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith((">", "![")))
+            prose = re.sub(r"\$\$.*?\$\$|\$[^$]*\$|`[^`]*`|\]\([^)]*\)|section \d+(\.\d+)*", " ", prose, flags=re.S)
+            for match in _MEASURED.finditer(prose):
+                number = match.group(0).replace(",", "").rstrip("%x")
+                if re.search(rf"(?<![\d.]){re.escape(number)}(?![\d])", shown):
+                    continue
+                stated = STATED.get((path.name[:2], number))
+                if stated is None:
+                    unshown.append(f"{path.name} cell {index}: {match.group(0)}")
+                elif stated[1] is not None:
+                    assert f"{stated[1]:.{len(number.split('.')[1])}f}" == number, (path.name, number, stated[0])
+    assert not unshown, "numbers no output or code of the chapter shows (show them, or add to STATED): " + str(unshown)

@@ -6,7 +6,7 @@ import torch.nn.functional as F
 
 from transformer_lib.gpt import (GPT, GPTConfig, KVCache, caption_corpus, filter_logits, generate, leaks_future,
                                  lm_loss, perplexity, lm_batches, train_lm)
-from transformer_lib.modern import (Attention, BlockConfig, ModernGPT, RMSNorm, SwiGLU, FeedForward, apply_rope,
+from transformer_lib.modern import (Attention, pairs_from_halves, BlockConfig, ModernGPT, RMSNorm, SwiGLU, FeedForward, apply_rope,
                                     cache_bytes_per_token, from_gpt, rope_angles)
 
 
@@ -271,3 +271,22 @@ def test_generate_gives_the_model_back_in_the_mode_it_came_in():
     with pytest.raises(ValueError, match="end=20"):
         generate(model, torch.tensor([[1, 2]]), 3, end=20)
     assert model.training
+
+
+def test_pairs_from_halves_is_the_inverse_of_the_half_split_reordering_and_keeps_scores():
+    torch.manual_seed(0)
+    n_heads, d_k, d_in = 3, 8, 5
+    pairs = torch.randn(n_heads * d_k, d_in)
+    # the other way round, written independently: each head's even rows first, then its odd rows
+    halves = torch.cat([pairs.view(n_heads, d_k, d_in)[:, 0::2], pairs.view(n_heads, d_k, d_in)[:, 1::2]], 1)
+    halves = halves.reshape(n_heads * d_k, d_in)
+    assert torch.equal(pairs_from_halves(halves, n_heads), pairs)
+    bias = torch.arange(n_heads * d_k, dtype=torch.float32)
+    assert pairs_from_halves(bias, n_heads)[:4].tolist() == [0.0, 4.0, 1.0, 5.0]  # head 0: rows 0, d_k/2, 1, ...
+    # a query in the half-split layout, turned as transformers' rotate_half turns it, is ours turned, reordered
+    angles = rope_angles(6, d_k)
+    q = torch.randn(1, 1, 6, d_k, dtype=torch.float64)
+    cos, sin = (torch.cat([f, f], -1) for f in (angles.cos(), angles.sin()))
+    half_turned = q * cos + torch.cat([-q[..., d_k // 2:], q[..., : d_k // 2]], -1) * sin
+    order = pairs_from_halves(torch.arange(d_k), 1)
+    assert torch.allclose(half_turned[..., order], apply_rope(q[..., order], angles), atol=1e-12)

@@ -226,6 +226,16 @@ def serve_markdown(s: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def candidate_verdict(variant: dict, baseline: dict | None) -> str:
+    """"pays", "costs" or "within noise": whether a candidate's ratio to its baseline clears the two spreads."""
+    noise = variant.get("spread", 0.0) + (baseline or {}).get("spread", 0.0)
+    if variant["ratio"] > 1 + noise:
+        return "pays"
+    if variant["ratio"] < 1 - noise:
+        return "costs"
+    return "within noise"
+
+
 def candidates_markdown(c: dict, speed: dict | None = None) -> str:
     """A recorded run of benchmarks/candidates.py as Markdown: each candidate's ratio to the fast path of its dtype,
     and, with speed.json's record, the ratio to nn.Transformer a fast path of nothing but matrix multiplications
@@ -233,11 +243,19 @@ def candidates_markdown(c: dict, speed: dict | None = None) -> str:
     load = f", load average {c['load']:.2f}" if c.get("load") is not None else ""
     lines = [f"{c['machine']}, {c['threads']} thread{'s' if c['threads'] != 1 else ''}{load}: {c['repeats']} "
              f"interleaved rounds of {c['batches']} training steps (medians, ± half the range of the rounds).", "",
-             "| dtype | change | s/step | vs our fast path |", "|---|---|---|---|"]
+             "| dtype | change | s/step | vs our fast path | verdict |", "|---|---|---|---|---|"]
+    baseline = {v["dtype"]: v for v in c["variants"] if v["change"] == "baseline"}
+    paying = []
     for v in c["variants"]:
         spread = f" ±{v['spread']:.0%}" if "spread" in v else ""
-        lines.append(f"| {v['dtype']} | {v['change']} | {v['seconds_per_step']:.3f}{spread} | {v['ratio']:.2f}x |")
-    lines.append("")
+        verdict = "" if v["change"] == "baseline" else candidate_verdict(v, baseline.get(v["dtype"]))
+        if verdict == "pays":
+            paying.append(f"{v['change']} ({v['dtype']})")
+        lines.append(f"| {v['dtype']} | {v['change']} | {v['seconds_per_step']:.3f}{spread} | {v['ratio']:.2f}x "
+                     f"| {verdict} |")
+    lines += ["", "Verdict: " + (f"{', '.join(paying)} paid beyond the spread of the rounds; the rest did not."
+                                  if paying else "no change paid beyond the spread of the rounds, so the fast path keeps "
+                                  "its form."), ""]
     if "onednn" in c:
         m, k, n = c["onednn"]["shape"]
         lines += [f"No oneDNN (bfloat16): a {m:,} x {k} by {k} x {n} matrix multiplication takes "
@@ -315,18 +333,21 @@ def _serve_table(book, results) -> str:
 
 def load_markdown(record: dict) -> str:
     """A recorded run of benchmarks/load.py: chapters and training steps, idle and beside busy processes."""
-    lines = []
+    lines, machine = [], None
     if "chapters" in record:
         c = record["chapters"]
-        lines += [f"{c['machine']}: each chapter under `cpu`, idle and with {c['busy']} other processes each keeping "
-                  "a core busy:", "", "| chapter | idle | loaded | slowdown |", "|---|---|---|---|"]
+        machine = c["machine"]
+        lines += [f"{machine}: each chapter run by `book run --budget cpu` (which shares the cores), idle and with "
+                  f"{c['busy']} other processes each keeping a core busy:", "",
+                  "| chapter | idle | loaded | slowdown |", "|---|---|---|---|"]
         lines += [f"| {n} | {r['idle_s'] / 60:.1f} min | {r['loaded_s'] / 60:.1f} min | {r['slowdown']:.2f}x |"
                   for n, r in c["results"].items()]
         lines.append("")
     if "steps" in record:
         s = record["steps"]
-        lines += [f"{s['machine']}: one training step of chapter 8's `cpu` model, each way of running torch's "
-                  f"threads, idle and with {s['busy']} busy processes (medians):", "",
+        where = "And" if s["machine"] == machine else f"{s['machine']}:"
+        lines += [f"{where} one training step of chapter 8's `cpu` model, each way of running torch's threads, idle "
+                  f"and with {s['busy']} busy processes (medians):", "",
                   "| threads | idle | loaded | slowdown |", "|---|---|---|---|"]
         lines += [f"| {name} | {r['idle_s_per_step']:.2f} s | {r['loaded_s_per_step']:.2f} s | {r['slowdown']:.2f}x |"
                   for name, r in s["results"].items()]
@@ -334,7 +355,11 @@ def load_markdown(record: dict) -> str:
 
 
 def _load_table(book, results) -> str:
-    return _recorded(book, LOAD_FILE, "benchmarks/load.py steps", "run under load", load_markdown)
+    path = book.root / LOAD_FILE
+    if not path.is_file():
+        return "No run under load is recorded yet: run `python benchmarks/load.py chapters --record` (and `steps`).\n"
+    return (f"Recorded by `python benchmarks/load.py chapters --record` and `python benchmarks/load.py steps --record` "
+            f"({LOAD_FILE}) on " + load_markdown(json.loads(path.read_text(encoding="utf-8"))))
 
 
 def _subwords_table(book, results) -> str:

@@ -8,6 +8,7 @@ __all__ = [
     'SwiGLU',
     'rope_angles',
     'apply_rope',
+    'pairs_from_halves',
     'Attention',
     'BlockConfig',
     'Block',
@@ -26,7 +27,7 @@ from torch import nn
 
 from transformer_lib.checks.core import check_instance, check_int, check_ints, check_last_dim, check_probability
 from transformer_lib.checks.gpt import check_gpt_tokens
-from transformer_lib.checks.modern import check_block_config, check_gqa, check_rope, check_rope_input
+from transformer_lib.checks.modern import check_block_config, check_gqa, check_head_rows, check_rope, check_rope_input
 from transformer_lib.blocks import LayerNorm
 from transformer_lib.embeddings import TokenEmbedding, sinusoidal_table
 from transformer_lib.gpt import GPT
@@ -108,6 +109,23 @@ def apply_rope(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
 
 
 # %% notebooks/11_modern.ipynb cell 17
+def pairs_from_halves(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """A query or key projection trained with the half-split RoPE layout, its rows reordered for apply_rope.
+
+    The half-split layout (transformers' `rotate_half`) pairs dimension i of a head with i + d_k / 2; apply_rope
+    pairs 2i with 2i + 1. In each head row i moves to 2i and row i + d_k / 2 to 2i + 1, so that every pair turns by
+    the same angle as before. Pass a key projection's own head count (n_kv_heads under grouped-query attention).
+
+    Shape:
+        weight: (n_heads * d_k, d_in), or a bias (n_heads * d_k,). output: the same shape.
+    """
+    check_head_rows(weight, n_heads)
+    d_k = weight.size(0) // n_heads
+    order = torch.arange(d_k).view(2, d_k // 2).T.flatten()  # 0, d_k/2, 1, d_k/2 + 1, ...
+    return weight.reshape(n_heads, d_k, -1)[:, order].reshape(weight.shape)
+
+
+# %% notebooks/11_modern.ipynb cell 20
 class Attention(nn.Module):
     """Causal self-attention with n_kv_heads key/value heads (n_heads: multi-head; fewer: grouped-query; 1:
     multi-query), rotary positions when given angles, and optional biases.
@@ -149,7 +167,7 @@ class Attention(nn.Module):
         return self.w_o(out), (k, v)
 
 
-# %% notebooks/11_modern.ipynb cell 20
+# %% notebooks/11_modern.ipynb cell 23
 @dataclass
 class BlockConfig:
     """A decoder-only model's sizes and, one switch each, today's changes to the 2017 block (the defaults)."""
@@ -191,7 +209,7 @@ class Block(nn.Module):
         return x + self.dropout(self.ffn(self.norm_2(x))), kv
 
 
-# %% notebooks/11_modern.ipynb cell 21
+# %% notebooks/11_modern.ipynb cell 24
 class ModernGPT(nn.Module):
     """Chapter 10's decoder-only model built from Blocks: the 2017 block by default, today's with the switches.
 
@@ -248,7 +266,7 @@ def from_gpt(gpt) -> ModernGPT:
     return model
 
 
-# %% notebooks/11_modern.ipynb cell 25
+# %% notebooks/11_modern.ipynb cell 28
 @torch.no_grad()
 def cache_bytes_per_token(model: ModernGPT, tokens: int = 32) -> float:
     """Bytes the key/value cache holds per token (all layers), measured after feeding `tokens` tokens."""

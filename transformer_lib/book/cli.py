@@ -39,6 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     run_p.add_argument("chapters", nargs="*", help="chapter numbers, file stems or module names (default: all)")
     fig_p = sub.add_parser("figures", help="redraw the diagrams into docs/figures/ and into their chapters")
     fig_p.add_argument("chapters", nargs="*", help="only these chapters' notebooks (default: all)")
+    sub.add_parser("references", help="rewrite each chapter's References cell and docs/references.md from "
+                   "docs/references.yml and the citations in the chapters")
     html_p = sub.add_parser("html", help="build the book as a static website from the committed notebooks")
     html_p.add_argument("--out", type=Path, default=None, help="the site's folder (default: site/ in the book)")
     args = parser.parse_args(argv)
@@ -54,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
             if problems:
                 print("\n".join(problems), file=sys.stderr)
                 print("The book is out of date: run `python -m transformer_lib.book export` for the package, "
-                      "`... book figures` for the pictures, as each line above says.", file=sys.stderr)
+                      "`... book figures` for the pictures, `... book references` for the references, as each line above says.", file=sys.stderr)
                 return 1
             print(f"book check: {len(book.chapters)} chapters and their modules agree")
         elif args.command == "readme":
@@ -74,6 +76,11 @@ def main(argv: list[str] | None = None) -> int:
             chapters = select_chapters(book, args.chapters) if args.chapters else None
             changed = sync_figures(book, chapters=chapters)
             print(f"figures: {len(changed)} files changed")
+        elif args.command == "references":
+            from transformer_lib.book.references import write_references
+
+            changed = write_references(book)
+            print("references: " + (", ".join(changed) + " rewritten" if changed else "already current"))
         elif args.command == "html":
             from transformer_lib.website import build_site
 

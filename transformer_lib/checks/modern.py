@@ -11,7 +11,7 @@ from transformer_lib.checks.core import _shape, check_int, check_ints, check_num
 from transformer_lib.checks.attention import check_heads
 from transformer_lib.checks.gpt import check_gpt_config
 
-__all__ = ["check_rope", "check_rope_input", "check_gqa", "check_block_config"]
+__all__ = ["check_rope", "check_rope_input", "check_head_rows", "check_gqa", "check_block_config"]
 
 
 def check_rope(context, d_k, base=10000.0) -> None:
@@ -35,6 +35,18 @@ def check_rope_input(x, angles) -> None:
     if angles.size(0) != x.size(2):
         raise ValueError(f"angles has {angles.size(0)} positions and x {x.size(2)}: a sequence past the RoPE table "
                          "(rope_angles(context, ...)) or the wrong rows of it")
+
+
+def check_head_rows(weight, n_heads) -> None:
+    """pairs_from_halves' inputs: a projection's weight (n_heads * d_k, d_in) or bias (n_heads * d_k,), d_k even."""
+    check_ints(n_heads=n_heads)
+    if not isinstance(weight, torch.Tensor) or weight.dim() not in (1, 2):
+        raise ValueError(f"weight must be a query or key projection's weight (n_heads * d_k, d_in) or bias "
+                         f"(n_heads * d_k,), got {_shape(weight)}")
+    if weight.size(0) % n_heads or (weight.size(0) // n_heads) % 2:
+        raise ValueError(f"weight has {weight.size(0)} rows: that is not n_heads={n_heads} heads of an even d_k "
+                         "(RoPE turns pairs of dimensions); pass the heads of this projection (n_kv_heads for keys "
+                         "under grouped-query attention)")
 
 
 def check_gqa(d_model, n_heads, n_kv_heads, dropout) -> None:
