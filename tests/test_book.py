@@ -206,17 +206,24 @@ def test_ctrl_c_ends_the_run_with_one_line_and_leaves_the_chapter(tmp_path, monk
     assert (tmp_path / "notebooks" / "01_alpha.ipynb").read_text() == before
 
 
-def test_progress_names_the_long_running_cell_and_its_time():
+def test_progress_names_what_the_long_running_cell_does_and_the_recorded_time():
     cells = [nbformat.v4.new_markdown_cell("# t"), nbformat.v4.new_code_cell("import time"),
+             nbformat.v4.new_markdown_cell("## 4. BLEU against beam size\n\nSome prose."),
              nbformat.v4.new_code_cell("# a comment\nrun = train(recipe)  # long")]
-    progress = runner._Progress("[1/1] Demo", cells, out=None, every=60)
+    progress = runner._Progress("[1/1] Demo", cells, out=None, every=60, recorded=96.0)
     progress.started = 0.0
     assert progress.line(now=100.0) is None  # no cell started yet
-    progress.on_cell_start(cell=cells[2], cell_index=2)
+    progress.on_cell_start(cell=cells[3], cell_index=3)
     progress.cell_started = 30.0
     assert progress.line(now=89.0) is None  # under a minute in this cell: quiet
-    assert progress.line(now=150.0) == ("[1/1] Demo: 2m30s in, cell 2 (code cell 2 of 2: run = train(recipe)  # long) "
-                                        "running for 2m00s")
+    assert progress.line(now=150.0) == ('[1/1] Demo: 2m30s in, "BLEU against beam size" (code cell 2 of 2) running for '
+                                        "2m00s; the recorded run took 1.6 min for the whole chapter")
+    alone = runner._Progress("[1/1] Demo", cells[3:], out=None, every=60)  # no heading above, no recorded run
+    alone.started = 0.0
+    alone.on_cell_start(cell=cells[3], cell_index=0)
+    alone.cell_started = 0.0
+    assert alone.line(now=61.0) == '[1/1] Demo: 1m01s in, "a comment" (code cell 1 of 1) running for 1m01s'
+    assert alone.where() == "cell 0 (code cell 1 of 1: run = train(recipe)  # long)"  # what a failure names
 
 
 def test_the_real_book_is_in_sync_with_its_package():

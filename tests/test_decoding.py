@@ -184,3 +184,8 @@ def test_interactive_chart_has_the_right_axes_and_tooltips(maps):
     assert {t.get("title", t["field"]) for t in encoding["tooltip"]} >= {"target (query)", "source (key)", "weight"}
     with pytest.raises(ValueError, match="kind must be one of"):
         attention_chart(attention_frame(m, src_tokens, tgt_tokens), "self")
+    layers = m["cross"].shape[0]
+    chosen = attention_chart(attention_frame(m, src_tokens, tgt_tokens), "cross", layer=layers).to_dict()
+    assert [p["value"] for p in chosen["params"] if p["name"] == "layer"] == [layers]  # what a static copy shows
+    with pytest.raises(ValueError, match=f"layer={layers + 1}, but the maps have {layers} layers"):
+        attention_chart(attention_frame(m, src_tokens, tgt_tokens), "cross", layer=layers + 1)

@@ -262,10 +262,11 @@ def attention_frame(maps: dict, src_tokens: list[str], tgt_tokens: list[str]):
 
 
 # %% notebooks/07_decoding.ipynb cell 39
-def plot_attention_grid(maps: dict, kind: str, src_tokens: list[str], tgt_tokens: list[str], size: float = 1.6):
+def plot_attention_grid(maps: dict, kind: str, src_tokens: list[str], tgt_tokens: list[str], size: float = 2.2):
     """A static matplotlib grid of one kind of attention: a row of panels per layer, a column per head.
 
-    Rows of each panel are the queries, columns the keys, labelled with their tokens (see ATTENTION_AXES).
+    Rows of each panel are the queries, columns the keys, labelled with their tokens as the book writes them, space
+    marks `▁` included (see ATTENTION_AXES), in 8-point type.
     """
     import matplotlib.pyplot as plt
 
@@ -278,28 +279,32 @@ def plot_attention_grid(maps: dict, kind: str, src_tokens: list[str], tgt_tokens
         for head in range(n_heads):
             ax = axes[layer, head]
             image = ax.imshow(maps[kind][layer, head].float().numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
-            ax.set_xticks(range(len(tokens[cols])), tokens[cols], rotation=90, fontsize=6)
-            ax.set_yticks(range(len(tokens[rows])), tokens[rows], fontsize=6)
+            ax.set_xticks(range(len(tokens[cols])), tokens[cols], rotation=90, fontsize=8)
+            ax.set_yticks(range(len(tokens[rows])), tokens[rows], fontsize=8)
             if layer == 0:
-                ax.set_title(f"head {head + 1}", fontsize=8)
+                ax.set_title(f"head {head + 1}", fontsize=9)
             if head == 0:
-                ax.set_ylabel(f"layer {layer + 1}\n{rows} (query)", fontsize=8)
+                ax.set_ylabel(f"layer {layer + 1}\n{rows} (query)", fontsize=9)
             if layer == n_layers - 1:
-                ax.set_xlabel(f"{cols} (key)", fontsize=8)
+                ax.set_xlabel(f"{cols} (key)", fontsize=9)
     fig.suptitle(f"{kind} attention: rows are {rows} tokens attending, columns the {cols} tokens they attend to")
     fig.tight_layout()
     fig.colorbar(image, ax=axes, shrink=0.6, pad=0.01, label="attention weight")  # one scale for every panel: 0 to 1
     return fig
 
 
-def attention_chart(frame, kind: str, cell: int = 14):
-    """An interactive altair heatmap of one kind of attention: pick the layer, hover for the token pair and weight."""
+def attention_chart(frame, kind: str, cell: int = 14, layer: int = 1):
+    """An interactive altair heatmap of one kind of attention: pick the layer (`layer` first, which is also what a
+    static copy shows), hover for the token pair and weight."""
     import altair as alt
 
     check_attention_kind(kind, ATTENTION_AXES)
     rows, cols = ATTENTION_AXES[kind]
     data = frame[frame["kind"] == kind].drop(columns=["kind", "query_side", "key_side"])
-    layer = alt.param(name="layer", value=1, bind=alt.binding_range(min=1, max=int(data["layer"].max()), step=1,
+    check_int("layer", layer)
+    if layer > int(data["layer"].max()):
+        raise ValueError(f"layer={layer}, but the maps have {int(data['layer'].max())} layers")
+    layer = alt.param(name="layer", value=layer, bind=alt.binding_range(min=1, max=int(data["layer"].max()), step=1,
                                                                     name="layer "))
     n_rows, n_cols = data["query_pos"].max() + 1, data["key_pos"].max() + 1
     return (alt.Chart(data).mark_rect()

@@ -37,10 +37,11 @@ def settle_streams(outputs: list) -> list:
 class _Progress:
     """Which cell of a chapter runs, and for how long: a line every `every` seconds while one cell runs long."""
 
-    def __init__(self, label: str, cells: list, out, every: float = 60.0):
+    def __init__(self, label: str, cells: list, out, every: float = 60.0, recorded: float | None = None):
         import threading
 
-        self.label, self.out, self.every = label, out, every
+        self.label, self.out, self.every, self.recorded = label, out, every, recorded
+        self.cells = cells
         self.code = [i for i, c in enumerate(cells) if c.cell_type == "code"]
         self.index, self.cell, self.started = None, None, time.perf_counter()
         self.cell_started = self.started
@@ -65,12 +66,27 @@ class _Progress:
         first = next((line for line in self.cell.source.splitlines() if line.strip() and not line.startswith("#")), "")
         return f"cell {self.index} (code cell {number} of {len(self.code)}: {first.strip()[:60]})"
 
+    def doing(self) -> str:
+        """What the running cell does, in the book's words: the heading of its section, else its first comment."""
+        for cell in reversed(self.cells[: self.index]):
+            if cell.cell_type == "markdown":
+                heading = next((line for line in cell.source.splitlines() if line.startswith("#")), None)
+                if heading:
+                    return heading.lstrip("#").strip().split(". ", 1)[-1] if heading.lstrip("# ")[:1].isdigit() \
+                        else heading.lstrip("#").strip()
+        comment = next((line for line in self.cell.source.splitlines() if line.startswith("# ")), "")
+        return comment[2:].strip() or "the first section"
+
     def line(self, now: float) -> str | None:
         """What to print at time `now` (perf_counter seconds): None unless a cell has run `every` seconds."""
         cell = now - self.cell_started
         if self.index is None or cell < self.every:
             return None
-        return f"{self.label}: {_clock(now - self.started)} in, {self.where()} running for {_clock(cell)}"
+        number = self.code.index(self.index) + 1 if self.index in self.code else "?"
+        recorded = (f"; the recorded run took {self.recorded / 60:.1f} min for the whole chapter"
+                    if self.recorded is not None else "")
+        return (f"{self.label}: {_clock(now - self.started)} in, \"{self.doing()}\" (code cell {number} of "
+                f"{len(self.code)}) running for {_clock(cell)}{recorded}")
 
     def _beat(self):
         while not self._stop.wait(self.every):
@@ -172,6 +188,9 @@ def run(book: Book, chapters: list[Chapter], budget: str | None = None, timeout:
     from transformer_lib.runtime import machine
 
     budget = run_budget(budget)
+    from transformer_lib.claims import recorded_runs
+
+    recorded = recorded_runs(book)  # docs/runs.json: how long each chapter took when last recorded
     previous = os.environ.get(BUDGET_ENV)
     os.environ[BUDGET_ENV] = budget  # the kernels inherit it
     try:
@@ -181,7 +200,9 @@ def run(book: Book, chapters: list[Chapter], budget: str | None = None, timeout:
             print(f"{label} ...", file=out, flush=True)
             nb = nbformat.read(path, as_version=4)
             start = time.perf_counter()
-            with _Progress(f"[{number}/{len(chapters)}] {chapter.title}", nb.cells, out, every) as progress:
+            run = recorded.get(chapter.file) or {}
+            with _Progress(f"[{number}/{len(chapters)}] {chapter.title}", nb.cells, out, every,
+                           run.get("seconds") if run.get("budget") == budget else None) as progress:
                 client = NotebookClient(
                     nb, timeout=timeout, kernel_name="python3", record_timing=False,
                     resources={"metadata": {"path": str(path.parent)}}, on_cell_start=progress.on_cell_start,
