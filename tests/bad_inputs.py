@@ -862,6 +862,11 @@ def _(tmp): G.plot_attention_grid({}, "self", [], [])
 def _(tmp): G.attention_chart(None, "enc-dec")
 
 
+@case("attention_chart(frame, kind, layer=...)", "a layer the model does not have", ValueError, "layer=9", "layers")
+def _(tmp): G.attention_chart(G.attention_frame(G.attention_maps(tiny_model(), [2, 3], [1, 2]), ["ein", "mann"],
+                                               ["<s>", "a"]), "cross", layer=9)
+
+
 # ---------------------------------------------------------------------------------------------- fast
 @case("use_fast_path(model)", "something that is not a module", TypeError, "model", "nn.Module")
 def _(tmp): F.use_fast_path("model")
