@@ -342,7 +342,9 @@ def load_markdown(record: dict) -> str:
                   "| chapter | idle | loaded | slowdown |", "|---|---|---|---|"]
         lines += [f"| {n} | {r['idle_s'] / 60:.1f} min | {r['loaded_s'] / 60:.1f} min | {r['slowdown']:.2f}x |"
                   for n, r in c["results"].items()]
-        lines.append("")
+        worst = max(r["slowdown"] for r in c["results"].values())
+        lines += ["", f"Beside {c['busy']} busy processes, each of these chapters took at most {worst:.2f} times its idle "
+                  "time.", ""]
     if "steps" in record:
         s = record["steps"]
         where = "And" if s["machine"] == machine else f"{s['machine']}:"

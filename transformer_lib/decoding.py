@@ -304,7 +304,7 @@ def attention_chart(frame, kind: str, cell: int = 14, layer: int = 1):
     check_int("layer", layer)
     if layer > int(data["layer"].max()):
         raise ValueError(f"layer={layer}, but the maps have {int(data['layer'].max())} layers")
-    layer = alt.param(name="layer", value=layer, bind=alt.binding_range(min=1, max=int(data["layer"].max()), step=1,
+    chosen = alt.param(name="layer", value=layer, bind=alt.binding_range(min=1, max=int(data["layer"].max()), step=1,
                                                                     name="layer "))
     n_rows, n_cols = data["query_pos"].max() + 1, data["key_pos"].max() + 1
     return (alt.Chart(data).mark_rect()
@@ -314,6 +314,7 @@ def attention_chart(frame, kind: str, cell: int = 14, layer: int = 1):
                     tooltip=["layer", "head", alt.Tooltip("query", title=f"{rows} (query)"),
                              alt.Tooltip("key", title=f"{cols} (key)"), alt.Tooltip("weight", format=".3f")])
             .properties(width=cell * n_cols, height=cell * n_rows)
-            .add_params(layer).transform_filter(alt.datum.layer == layer)
-            .facet(column=alt.Column("head:O", title=f"{kind} attention, heads of the chosen layer"))
+            .add_params(chosen).transform_filter(alt.datum.layer == chosen)
+            .facet(column=alt.Column("head:O", title=f"{kind} attention, heads of the chosen layer (first shown: layer "
+                                                         f"{layer})"))
             .resolve_scale(x="independent"))
