@@ -7,6 +7,7 @@ import pytest
 import yaml
 
 from transformer_lib import book as bk
+from transformer_lib.book import cli
 from transformer_lib.book.references import (cited, first_mentions, load_references, stale_references,
                                              write_references)
 
@@ -85,8 +86,11 @@ def test_references_cells_are_written_kept_current_and_checked(tmp_path):
     small = _small_book(tmp_path, {"01_a": ["Widgets ([Author et al., 2020](https://arxiv.org/abs/2001.00001))."],
                                    "02_b": ["No citation here."]}, {"author2020": ENTRY})
     assert any("References cell is not what it cites" in p or "last cell" in p for p in stale_references(small))
+    bk.export(small)
+    assert cli.main(["--root", str(tmp_path), "check"]) == 1  # the command reports stale references
     assert write_references(small) == ["notebooks/01_a.ipynb", "docs/references.md"]
     assert stale_references(small) == [] and write_references(small) == []
+    assert cli.main(["--root", str(tmp_path), "check"]) == 0
     nb = nbformat.read(tmp_path / "notebooks" / "01_a.ipynb", as_version=4)
     assert nb.cells[-1].source == ("## References\n\n- A. Author and B. Author (2020). *A Paper*. arXiv preprint. "
                                    "<https://arxiv.org/abs/2001.00001>")

@@ -303,10 +303,6 @@ def check(book: Book) -> list[str]:
         from transformer_lib.diagrams import figure_problems
 
         problems += figure_problems(book)
-    if (book.root / "docs" / "references.yml").is_file():
-        from transformer_lib.book.references import stale_references
-
-        problems += stale_references(book)
     return problems
 
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from transformer_lib.book import BookError, check, export, load_book, select_chapters
+from transformer_lib.book.references import REFERENCES_FILE, stale_references
 from transformer_lib.runtime import BUDGET_ENV, BUDGETS
 
 __all__ = ["main"]
@@ -53,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{len(book.chapters)} chapters exported, {len(written)} modules changed")
         elif args.command == "check":
             problems = check(book)
+            if (book.root / REFERENCES_FILE).is_file():
+                problems += stale_references(book)
             if problems:
                 print("\n".join(problems), file=sys.stderr)
                 print("The book is out of date: run `python -m transformer_lib.book export` for the package, "
