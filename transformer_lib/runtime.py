@@ -20,7 +20,7 @@ import torch
 
 __all__ = ["BUDGETS", "BUDGET_ENV", "default_device", "torch_threads", "run_budget", "seed_everything", "world_size", "all_reduce_sum",
            "machine", "report", "share_cores", "free_threads", "busy_seconds",
-           "process_seconds"]
+           "process_seconds", "own_cpus", "other_cores"]
 
 BUDGETS = ("smoke", "cpu", "full")
 BUDGET_ENV = "BOOK_BUDGET"
@@ -141,6 +141,19 @@ def process_seconds(pid: int) -> float | None:
     return sum(int(f) for f in fields[11:15]) / tick  # utime, stime, cutime, cstime
 
 
+def own_cpus() -> list[int]:
+    """The CPUs this process may run on (its affinity where the system says, else all of them)."""
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+
+
+def other_cores(before: tuple, after: tuple) -> float | None:
+    """Cores other processes kept busy between two samples (seconds, busy_seconds of our CPUs, our own CPU seconds),
+    on average; None where a sample could not be read or no time passed."""
+    if None in (*before, *after) or after[0] <= before[0]:
+        return None
+    return max(0.0, (after[1] - before[1] - (after[2] - before[2])) / (after[0] - before[0]))
+
+
 def free_threads(cores: int, others: float, most: int) -> int:
     """How many threads torch should run: the cores this process may use less those other processes kept busy
     (`others`, in cores), rounded, at least 1 and at most `most` (torch's own choice on an idle machine)."""
@@ -155,7 +168,7 @@ class _CoreShare:
     """
 
     def __init__(self, most: int, every: float = 1.0, busy=busy_seconds, own=time.process_time, clock=time.monotonic):
-        self.cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
+        self.cpus = own_cpus()
         self.most, self.every, self.busy, self.own, self.clock = most, every, busy, own, clock
         self.wanted = self._seen = most
         self.others = 0.0
@@ -165,12 +178,11 @@ class _CoreShare:
 
     def observe(self) -> int:
         """Take a sample: the cores other processes kept busy since the last one. Returns the threads wanted."""
-        now, busy, own = self.clock(), self.busy(self.cpus), self.own()
-        then, busy_then, own_then = self._last
-        self._last = now, busy, own
-        if busy is None or busy_then is None or now <= then:
+        sample = self.clock(), self.busy(self.cpus), self.own()
+        others, self._last = other_cores(self._last, sample), sample
+        if others is None:
             return self.wanted
-        self.others = max(0.0, (busy - busy_then - (own - own_then)) / (now - then))
+        self.others = others
         threads = free_threads(len(self.cpus), self.others, self.most)
         if threads == self._seen:
             self.wanted = threads

@@ -59,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
             if problems:
                 print("\n".join(problems), file=sys.stderr)
                 print("The book is out of date: run `python -m transformer_lib.book export` for the package, "
-                      "`... book figures` for the pictures, `... book references` for the references, as each line above says.", file=sys.stderr)
+                      "`... book figures` for the pictures, `... book references` for the references, as each line "
+                      "above says.", file=sys.stderr)
                 return 1
             print(f"book check: {len(book.chapters)} chapters and their modules agree")
         elif args.command == "readme":

@@ -119,9 +119,14 @@ def _is_references_cell(cell) -> bool:
     return cell.cell_type == "markdown" and cell.source.lstrip().startswith(REFERENCES_HEADING)
 
 
+def _by_author(ref: Reference) -> tuple:
+    """A bibliography's order: first author's surname, then year and title."""
+    return ref.authors[0].split()[-1].lower(), ref.year, ref.title
+
+
 def references_markdown(keys: list[str], refs: dict[str, Reference]) -> str:
     """The References cell of a chapter citing `keys`, sorted by first author and year."""
-    entries = sorted((refs[k] for k in keys), key=lambda r: (r.authors[0].split()[-1].lower(), r.year, r.title))
+    entries = sorted((refs[k] for k in keys), key=_by_author)
     return "\n".join([REFERENCES_HEADING, "", *(f"- {r.markdown()}" for r in entries)])
 
 
@@ -204,7 +209,7 @@ def bibliography_markdown(book: Book, refs: dict[str, Reference]) -> str:
     lines = ["# References", "",
              f"Every paper, data set and tool the book relies on ({REFERENCES_FILE}, rendered by "
              "`python -m transformer_lib.book references`), with the chapters that cite it.", ""]
-    order = sorted(refs.values(), key=lambda r: (r.authors[0].split()[-1].lower(), r.year, r.title))
+    order = sorted(refs.values(), key=_by_author)
     for ref in order:
         chapters = ", ".join(where[ref.key]) or "none yet"
         lines.append(f"- {ref.markdown()} Chapters: {chapters}.")

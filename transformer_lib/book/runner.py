@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
 import time
@@ -13,7 +14,7 @@ import time
 import nbformat
 
 from transformer_lib.book import CORPUS_OUTPUT_TAG, Book, BookError, Chapter, _write_atomic
-from transformer_lib.runtime import BUDGET_ENV, busy_seconds, process_seconds, run_budget
+from transformer_lib.runtime import BUDGET_ENV, busy_seconds, other_cores, own_cpus, process_seconds, run_budget
 
 __all__ = ["settle_streams", "run"]
 
@@ -59,10 +60,13 @@ class _Progress:
     def on_cell_start(self, cell, cell_index, **_):
         self.index, self.cell, self.cell_started = cell_index, cell, time.perf_counter()
 
+    def _number(self):
+        return self.code.index(self.index) + 1 if self.index in self.code else "?"
+
     def where(self) -> str:
         if self.index is None:
             return "before the first cell"
-        number = self.code.index(self.index) + 1 if self.index in self.code else "?"
+        number = self._number()
         first = next((line for line in self.cell.source.splitlines() if line.strip() and not line.startswith("#")), "")
         return f"cell {self.index} (code cell {number} of {len(self.code)}: {first.strip()[:60]})"
 
@@ -72,8 +76,7 @@ class _Progress:
             if cell.cell_type == "markdown":
                 heading = next((line for line in cell.source.splitlines() if line.startswith("#")), None)
                 if heading:
-                    return heading.lstrip("#").strip().split(". ", 1)[-1] if heading.lstrip("# ")[:1].isdigit() \
-                        else heading.lstrip("#").strip()
+                    return re.sub(r"^#+\s*(\d+\.\s+)?", "", heading).strip()  # "## 4. Decoding" -> "Decoding"
         comment = next((line for line in self.cell.source.splitlines() if line.startswith("# ")), "")
         return comment[2:].strip() or "the first section"
 
@@ -82,7 +85,7 @@ class _Progress:
         cell = now - self.cell_started
         if self.index is None or cell < self.every:
             return None
-        number = self.code.index(self.index) + 1 if self.index in self.code else "?"
+        number = self._number()
         recorded = (f"; the recorded run took {self.recorded / 60:.1f} min for the whole chapter"
                     if self.recorded is not None else "")
         return (f"{self.label}: {_clock(now - self.started)} in, \"{self.doing()}\" (code cell {number} of "
@@ -105,7 +108,7 @@ class _Kernel:
 
     def __init__(self, client):
         self.client, self.pid, self.start, self.end = client, None, None, None
-        self.cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
+        self.cpus = own_cpus()
 
     def _sample(self):
         kernel = process_seconds(self.pid) if self.pid is not None else None
@@ -127,12 +130,7 @@ class _Kernel:
 
     def others(self) -> float | None:
         """Cores other processes kept busy, on average, from the kernel's start to the end of its last cell."""
-        if self.start is None or self.end is None or None in (*self.start[1:], *self.end[1:]):
-            return None
-        seconds = self.end[0] - self.start[0]
-        if seconds <= 0:
-            return None
-        return max(0.0, (self.end[1] - self.start[1] - (self.end[2] - self.start[2])) / seconds)
+        return None if self.start is None or self.end is None else other_cores(self.start, self.end)
 
 
 def _clock(seconds: float) -> str:
@@ -185,11 +183,10 @@ def run(book: Book, chapters: list[Chapter], budget: str | None = None, timeout:
     from nbclient import NotebookClient
     from nbclient.exceptions import CellControlSignal, DeadKernelError
 
+    from transformer_lib.claims import recorded_runs
     from transformer_lib.runtime import machine
 
     budget = run_budget(budget)
-    from transformer_lib.claims import recorded_runs
-
     recorded = recorded_runs(book)  # docs/runs.json: how long each chapter took when last recorded
     previous = os.environ.get(BUDGET_ENV)
     os.environ[BUDGET_ENV] = budget  # the kernels inherit it
