@@ -2,6 +2,7 @@
 """Choosing the shipped recipe on validation: candidate recipes for the `full` budget, trained side by side.
 
     python benchmarks/recipes.py [--only NAME ...] [--out runs/recipes] [--threads 1] [--record]
+    python benchmarks/recipes.py --seeds 0 1 2 [--jobs 9] [--float32] [--out runs/recipe-seeds] [--record]
 
 Each candidate is the recipe the book shipped before (BPE with 4,000 merges, one vocabulary, tied embeddings,
 3+3 pre-norm layers, d_model 256, dropout 0.2, factor 0.7, warmup 800, 20 epochs) with a few fields changed. The
@@ -26,11 +27,12 @@ from pathlib import Path
 
 import torch
 
+from transformer_lib.comparisons import seed_summary, with_spread
 from transformer_lib.fast import speed_up
 from transformer_lib.runtime import default_device, machine, torch_threads
 from transformer_lib.translation import Recipe, evaluate_bleu, load_checkpoint, prepare_data, train_translation
 
-from recording import add_common_options, save_record
+from recording import add_common_options, add_seed_options, run_jobs, save_record
 
 BASE = Recipe(subwords=4000, epochs=20, factor=0.7, warmup=800)  # what the book shipped before this comparison
 CANDIDATES = {  # name -> the fields changed from BASE
@@ -51,6 +53,51 @@ def train_one(name: str, out: Path, threads: int) -> None:
     with torch_threads(threads):
         train_translation(recipe, folder, progress=False, device=default_device(), speedup=speed_up,
                           log=lambda line: print(f"[{name}] {line}", flush=True))
+
+
+BEFORE = f"before: {BASE.epochs} epochs, readable path"
+
+
+def speed_up_float32(model, criterion, device):
+    """speed_up's fast twins and loss, trained in float32 even where the device has bfloat16 in hardware."""
+    model, criterion, _ = speed_up(model, criterion, device)
+    return model, criterion, False
+
+
+def train_seed(name: str, seed: int, out: str, float32: bool) -> dict:
+    """Train (or resume) one recipe, the one before or a candidate, from `seed`; its validation scores."""
+    changes = {} if name == BEFORE else CANDIDATES[name]
+    recipe, folder = replace(BASE, seed=seed, **changes), Path(out) / f"{slug(name)}-seed{seed}"
+    run = train_translation(recipe, folder, progress=False, device=default_device(),
+                            speedup=speed_up_float32 if float32 else speed_up,
+                            log=lambda line: print(f"[{name}, seed {seed}] {line}", flush=True))
+    kept = run.scores["kept"]
+    return {"seed": seed, "kept": kept, "val_sacrebleu": run.scores[kept]["sacrebleu"],
+            "val_tokenized": run.scores[kept]["tokenized"], "train_seconds": run.history[-1]["seconds"],
+            "val_bleu_by_epoch": [h.get("val_bleu") for h in run.history]}
+
+
+def seed_comparison(args) -> int:
+    """--seeds: every recipe once per seed; their mean and spread, added to the record as "seeds"."""
+    names = [BEFORE] + args.only
+    tasks = [(name, seed, str(args.out), args.float32) for name in names for seed in args.seeds]
+    device = default_device()
+    print(f"machine: {machine()}, device {device}, {args.jobs} run(s) at a time of {args.threads} thread(s); "
+          f"seeds {args.seeds}", flush=True)
+    done = run_jobs(train_seed, tasks, args.jobs, args.threads)
+    rows = []
+    for name in names:
+        runs = [run for (n, *_), run in zip(tasks, done) if n == name]
+        rows.append({"name": name, "changes": {} if name == BEFORE else CANDIDATES[name],
+                     "val_sacrebleu": seed_summary(r["val_sacrebleu"] for r in runs),
+                     "train_seconds": seed_summary(r["train_seconds"] for r in runs), "runs": runs})
+        print(f"{name:<45} validation sacreBLEU {with_spread(rows[-1]['val_sacrebleu'])}", flush=True)
+    seeds = {"machine": machine(), "device": str(device), "float32": args.float32, "seeds": args.seeds,
+             "recipes": rows}
+    if args.record:
+        record = json.loads(args.record.read_text(encoding="utf-8")) if args.record.is_file() else {}
+        save_record(args.record, {**record, "seeds": seeds})
+    return 0
 
 
 def run_workers(names: list[str], out: Path, threads: int) -> list[int]:
@@ -88,10 +135,15 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=Path("runs/recipes"),
                         help="the runs' folders (default runs/recipes)")
     parser.add_argument("--train-one", choices=list(CANDIDATES), help=argparse.SUPPRESS)  # a worker process
+    add_seed_options(parser, default=())
+    parser.add_argument("--float32", action="store_true",
+                        help="with --seeds: the fast path in float32 even where bfloat16 is in hardware")
     add_common_options(parser, "recipes.json")
     args = parser.parse_args(argv)
-    if args.threads < 1:
-        parser.error("--threads must be at least 1")
+    if args.threads < 1 or args.jobs < 1:
+        parser.error("--threads and --jobs must be at least 1")
+    if args.seeds:
+        return seed_comparison(args)
     if args.train_one:
         train_one(args.train_one, args.out, args.threads)
         return 0

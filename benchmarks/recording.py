@@ -1,10 +1,13 @@
 # Hand-written helper of the benchmarks (not generated from a notebook).
-"""What the benchmarks share: the --threads and --record options, the check that counts are at least 1, and writing
-a run's record whole (atomically), where `python -m transformer_lib.book readme` and the chapters read it."""
+"""What the benchmarks share: the --threads and --record options, the --seeds and --jobs of the comparisons that train
+(each variant on several seeds, several runs at a time), the check that counts are at least 1, and writing a run's
+record whole (atomically), where `python -m transformer_lib.book readme` and the chapters read it."""
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from transformer_lib.files import write_atomically
@@ -18,6 +21,33 @@ def add_common_options(parser: argparse.ArgumentParser, record_name: str,
     parser.add_argument("--threads", type=int, default=1, help=threads_help)
     parser.add_argument("--record", nargs="?", const=HERE / record_name, default=None, type=Path, metavar="FILE",
                         help=f"write the results as JSON (default FILE: benchmarks/{record_name})")
+
+
+def add_seed_options(parser: argparse.ArgumentParser, default: tuple[int, ...] = (0, 1, 2)) -> None:
+    """--seeds S [S ...] (each variant trains once per seed) and --jobs N (runs at a time, a process each)."""
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(default), metavar="SEED",
+                        help="train every variant once per seed"
+                        + (f" (default {' '.join(map(str, default))})" if default else ""))
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="runs at a time, a process each with --threads threads (default 1: one after the other)")
+
+
+def _start_worker(threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def run_jobs(fn, tasks: list[tuple], jobs: int, threads: int) -> list:
+    """fn(*task) for every task, in the order of `tasks`: here one after the other when jobs is 1, else in `jobs`
+    spawned processes at a time (spawned, not forked: safe with CUDA), each with `threads` torch threads. `fn` must
+    be a module-level function of an importable module (the benchmark script itself is)."""
+    if jobs <= 1 or len(tasks) <= 1:
+        return [fn(*task) for task in tasks]
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(min(jobs, len(tasks)), mp_context=context, initializer=_start_worker,
+                             initargs=(threads,)) as pool:
+        return list(pool.map(fn, *zip(*tasks)))
 
 
 def require_at_least_one(parser: argparse.ArgumentParser, args: argparse.Namespace, *names: str) -> None:

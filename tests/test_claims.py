@@ -179,12 +179,41 @@ def test_record_run_keeps_other_chapters_and_book_order(tmp_path):
     assert "| 2. B | `cpu` | 0.3 | a machine | 1.2 |" in table
 
 
-def test_chapter_4_initialization_is_the_one_the_recorded_measurement_favours():
+def test_chapter_4_initialization_is_the_one_the_recorded_measurement_favours_beyond_noise():
     recorded = json.loads((ROOT / "benchmarks" / "init.json").read_text())
     ours, xavier = recorded["variants"]
     assert ours["name"].startswith("embeddings N(0, 1/d_model)") and xavier["name"].startswith("Xavier everywhere")
-    assert ours["val_loss"] < xavier["val_loss"] and ours["val_bleu"] > xavier["val_bleu"]
+    assert len(recorded["seeds"]) >= 3 and all(len(v["runs"]) == len(recorded["seeds"]) for v in (ours, xavier))
+    assert ours["val_loss"]["max"] < xavier["val_loss"]["min"] and ours["val_bleu"]["min"] > xavier["val_bleu"]["max"]
+    for v in (ours, xavier):  # the summaries are those of the runs
+        assert v["val_loss"] == claims.seed_summary(r["val_loss"] for r in v["runs"])
     assert "The embedding tables keep chapter 1's" in markdown(4)
+    shown = [o for c in nbformat.read(ROOT / BOOK.chapters[3].file, as_version=4).cells
+             if 'benchmarks" / "init.json"' in c.source for o in c.outputs]
+    assert "The difference is beyond noise" in shown[0]["data"]["text/markdown"]
+
+
+def test_seed_summaries_and_the_noise_they_define():
+    s = claims.seed_summary([21.0, 22.0, 23.5])
+    assert s == {"mean": 22.1667, "sd": 1.2583, "min": 21.0, "max": 23.5, "n": 3}
+    assert claims.seed_summary([4.0]) == {"mean": 4.0, "sd": 0.0, "min": 4.0, "max": 4.0, "n": 1}
+    with pytest.raises(ValueError, match="at least one"):
+        claims.seed_summary([])
+    assert claims.within_noise(s, claims.seed_summary([23.4, 24.0, 25.0]))  # 23.4 <= 23.5: the ranges touch
+    assert not claims.within_noise(s, claims.seed_summary([23.6, 24.0]))
+    assert claims.with_spread(s) == "22.17 ± 1.26 (21.00-23.50, 3 seeds)"
+    assert claims.with_spread(claims.seed_summary([4.0]), ".1f") == "4.0 (1 seed)"
+
+
+def test_every_comparison_the_book_chooses_by_rests_on_three_seeds():
+    for name in ("init", "subwords", "modern"):
+        recorded = json.loads((ROOT / "benchmarks" / f"{name}.json").read_text())
+        assert len(recorded["seeds"]) >= 3, name
+        assert all(len(v["runs"]) == len(recorded["seeds"]) for v in recorded["variants"]), name
+    recipes = json.loads((ROOT / claims.RECIPES_FILE).read_text())["seeds"]
+    assert len(recipes["seeds"]) >= 3 and all(len(r["runs"]) == len(recipes["seeds"]) for r in recipes["recipes"])
+    winner = json.loads((ROOT / claims.RECIPES_FILE).read_text())["winner"]
+    assert {"before: 20 epochs, readable path", winner} <= {r["name"] for r in recipes["recipes"]}
 
 
 def test_the_init_benchmark_compares_against_xavier_on_the_tables(monkeypatch):
@@ -237,15 +266,34 @@ def test_the_recorded_comparison_of_vocabularies_renders_and_chooses_on_validati
     recorded = json.loads((ROOT / claims.SUBWORDS_FILE).read_text())
     shown = claims.subwords_markdown(recorded)
     best = claims.best_subwords(recorded)
-    assert best["val_sacrebleu"] == max(v["val_sacrebleu"] for v in recorded["variants"])
-    assert shown.count("**") == 2 and f"**{best['val_sacrebleu']:.2f}**" in shown  # only the best, in bold
+    assert best["val_sacrebleu"]["mean"] == max(v["val_sacrebleu"]["mean"] for v in recorded["variants"])
+    assert shown.count("**") == 4 and f"**{claims.with_spread(best['val_sacrebleu'])}**" in shown  # the best, in bold
+    assert f"Best mean on validation: **{best['name']}**" in shown
     assert all(f"| {v['name']} |" in shown for v in recorded["variants"])
+    for v in recorded["variants"]:
+        assert [r["seed"] for r in v["runs"]] == recorded["seeds"]
+        assert v["val_sacrebleu"] == claims.seed_summary(r["val_sacrebleu"] for r in v["runs"])
+    close = claims.subwords_within_noise(recorded)
+    assert all(claims.within_noise(recorded["variants"][[v["name"] for v in recorded["variants"]].index(n)]
+                                   ["val_sacrebleu"], best["val_sacrebleu"]) for n in close)
+    assert all(f"*{n}*" in shown for n in close)
     kinds = {v["subwords"] is None for v in recorded["variants"]}
     assert kinds == {True, False} and {v["shared_vocab"] for v in recorded["variants"]} == {True, False}
     words = [v for v in recorded["variants"] if v["subwords"] is None]
     subwords = [v for v in recorded["variants"] if v["subwords"] is not None]
     assert max(v["unk_en"] for v in subwords) < min(v["unk_en"] for v in words)  # what subwords are for
     assert all(v["tokens_per_sentence_en"] > words[0]["tokens_per_sentence_en"] for v in subwords)
+
+
+def test_both_translation_budgets_take_the_vocabulary_the_seeds_favour():
+    from transformer_lib.translation import RECIPES
+
+    best = claims.best_subwords(json.loads((ROOT / claims.SUBWORDS_FILE).read_text()))
+    for budget in ("cpu", "full"):
+        assert (RECIPES[budget].subwords, RECIPES[budget].shared_vocab) == (best["subwords"], best["shared_vocab"])
+    text = markdown(8)
+    assert "BPE with 4,000 merges had the\nbest mean" in text and "whole words by less: within noise" in text
+    assert RESULTS["data.subwords"]["noise"] == "within noise of each other"
 
 
 def test_the_shipped_model_is_the_run_the_recorded_comparison_of_recipes_chose_on_validation():

@@ -123,13 +123,20 @@ def test_the_vocabulary_benchmark_runs_and_records(tmp_path, monkeypatch, capsys
     monkeypatch.setattr(tr, "load_translation_data", fake_splits)
     record = tmp_path / "subwords.json"
     names = ["words, one per language", "BPE 4,000, shared and tied"]
-    assert bench.main(["--budget", "smoke", "--epochs", "1", "--only", *names, "--record", str(record)]) == 0
+    args = ["--budget", "smoke", "--epochs", "1", "--only", *names, "--seeds", "3", "4", "--record", str(record)]
+    assert bench.main(args) == 0
     recorded = json.loads(record.read_text())
     assert [v["name"] for v in recorded["variants"]] == names and recorded["recipe"]["epochs"] == 1
+    assert recorded["seeds"] == [3, 4] and recorded["jobs"] == 1
     words, bpe = recorded["variants"]
     assert bpe["vocab_sizes"][0] == bpe["vocab_sizes"][1] and bpe["unk_en"] == 0 and words["subwords"] is None
-    assert all(0 <= v["val_sacrebleu"] <= 100 and len(v["history"]) == 1 for v in recorded["variants"])
-    assert "BPE 4,000, shared and tied" in capsys.readouterr().out
+    for v in recorded["variants"]:
+        assert [r["seed"] for r in v["runs"]] == [3, 4] and all(len(r["history"]) == 1 for r in v["runs"])
+        assert all(0 <= r["val_sacrebleu"] <= 100 for r in v["runs"])
+        assert v["val_sacrebleu"]["n"] == 2 and v["val_sacrebleu"]["min"] <= v["val_sacrebleu"]["mean"] <= v["val_sacrebleu"]["max"]
+    assert words["runs"][0]["history"] != words["runs"][1]["history"]  # another seed, another run
+    out = capsys.readouterr().out
+    assert "BPE 4,000, shared and tied     seed 4" in out and "2 seeds)" in out
     sys.modules.pop("subwords", None)
 
 
@@ -170,6 +177,45 @@ def test_the_recipe_benchmark_chooses_on_validation_and_scores_test_for_the_chos
     assert bench.main(args) == 0
     again = json.loads(record.read_text())
     assert again["winner"] == "before" and not any("test_sacrebleu" in r for r in claims.recipe_runs(again))
+    sys.modules.pop("recipes", None)
+
+
+def test_the_recipe_benchmark_trains_every_recipe_from_each_seed_and_adds_them_to_the_record(tmp_path, monkeypatch,
+                                                                                         capsys):
+    import json
+    import sys
+    from pathlib import Path
+
+    from transformer_lib import claims
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import recipes as bench
+
+    monkeypatch.setattr(tr, "load_translation_data", fake_splits)
+    monkeypatch.setattr(bench, "BASE", replace(SUBWORDS, epochs=1))
+    monkeypatch.setattr(bench, "CANDIDATES", {"two epochs": dict(epochs=2, fast=True)})
+    record = tmp_path / "recipes.json"
+    kept = {"winner": "two epochs", "candidates": [{"name": "two epochs"}], "base_run": None}
+    record.write_text(json.dumps(kept))
+    args = ["--seeds", "0", "1", "--float32", "--out", str(tmp_path / "runs"), "--record", str(record)]
+    assert bench.main(args) == 0
+    recorded = json.loads(record.read_text())
+    assert {k: recorded[k] for k in kept} == kept  # the runs that made the shipped model stay as they were
+    seeds = recorded["seeds"]
+    assert seeds["seeds"] == [0, 1] and seeds["float32"] is True
+    assert [r["name"] for r in seeds["recipes"]] == [bench.BEFORE, "two epochs"]
+    for r in seeds["recipes"]:
+        assert [run["seed"] for run in r["runs"]] == [0, 1]
+        assert r["val_sacrebleu"] == claims.seed_summary(run["val_sacrebleu"] for run in r["runs"])
+    assert [len(run["val_bleu_by_epoch"]) for run in seeds["recipes"][1]["runs"]] == [2, 2]
+    before = bench.slug(bench.BEFORE)
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == [
+        f"{before}-seed0", f"{before}-seed1", "two-epochs-seed0", "two-epochs-seed1"]
+    close, beaten = claims.recipe_seeds_verdict(recorded)
+    assert close + beaten == [bench.BEFORE]
+    shown = claims.recipe_seeds_markdown(recorded)
+    assert "| two epochs |" in shown and "2 seeds)" in shown and "float32 throughout" in shown
+    assert "validation sacreBLEU" in capsys.readouterr().out
     sys.modules.pop("recipes", None)
 
 

@@ -20,14 +20,17 @@ import json
 import re
 from pathlib import Path
 
-import nbformat
 import yaml
 
+from transformer_lib.comparisons import (best_subwords, recipe_seeds_markdown, recipe_seeds_verdict, seed_summary,
+                                        subwords_markdown, subwords_within_noise, with_spread, within_noise)
 from transformer_lib.runtime import RESULT_KEY
 
 __all__ = ["DOCUMENTS", "notebook_results", "recorded_runs", "record_run", "chapter_minutes", "render_blocks", "readme_problems",
            "write_readme", "shipped_info", "speed_markdown", "RUNS_FILE", "SPEED_FILE", "SERVE_FILE", "serve_markdown",
-           "subwords_markdown", "best_subwords", "SUBWORDS_FILE", "recipes_markdown", "recipe_runs", "RECIPES_FILE"]
+           "subwords_markdown", "best_subwords", "SUBWORDS_FILE", "recipes_markdown", "recipe_runs", "RECIPES_FILE",
+           "seed_summary", "within_noise", "with_spread",
+           "subwords_within_noise", "recipe_seeds_markdown", "recipe_seeds_verdict"]
 
 # The files whose generated blocks `book readme` renders and checks, relative to the book's root.
 DOCUMENTS = ("README.md", "docs/commands.md", "docs/running.md", "docs/speed.md", "docs/robustness.md",
@@ -49,6 +52,8 @@ def _write_atomic(path: Path, text: str) -> None:
 
 def notebook_results(book) -> dict[str, dict]:
     """{"module.name": values} of every result the committed chapters report."""
+    import nbformat  # here, so that the benchmarks that import this module run without Jupyter installed
+
     results = {}
     for chapter in book.chapters:
         nb = nbformat.read(book.root / chapter.file, as_version=4)
@@ -271,29 +276,6 @@ def candidates_markdown(c: dict, speed: dict | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def best_subwords(record: dict) -> dict:
-    """The variant of a benchmarks/subwords.py record with the best validation sacreBLEU (test2016 never chooses)."""
-    return max(record["variants"], key=lambda v: v["val_sacrebleu"])
-
-
-def subwords_markdown(record: dict) -> str:
-    """A recorded run of benchmarks/subwords.py as Markdown: one row per vocabulary, the best on validation in bold."""
-    load = f", load average {record['load']:.2f}" if record.get("load") is not None else ""
-    r = record["recipe"]
-    lines = [f"{record['machine']}, {record['threads']} thread{'s' if record['threads'] != 1 else ''}{load}: the "
-             f"`{record['budget']}` recipe ({r['n_layers']}+{r['n_layers']} layers, d_model {r['d_model']}, "
-             f"{r['epochs']} epochs), beam {r['beam_size']}; `<unk>` rates and tokens per sentence on test2016.", "",
-             "| vocabulary | ids (de / en) | parameters | `<unk>` de / en | tokens per English sentence | training "
-             "| validation sacreBLEU | test2016 sacreBLEU / tokenized |", "|---|---|---|---|---|---|---|---|"]
-    best = best_subwords(record)["name"]
-    for v in record["variants"]:
-        val = f"**{v['val_sacrebleu']:.2f}**" if v["name"] == best else f"{v['val_sacrebleu']:.2f}"
-        lines.append(f"| {v['name']} | {v['vocab_sizes'][0]:,} / {v['vocab_sizes'][1]:,} | {v['parameters']:,} | "
-                     f"{v['unk_de']:.2%} / {v['unk_en']:.2%} | {v['tokens_per_sentence_en']:.1f} | "
-                     f"{v['train_seconds'] / 60:.1f} min | {val} | {v['test_sacrebleu']:.2f} / {v['test_tokenized']:.2f} |")
-    return "\n".join(lines) + "\n"
-
-
 def recipe_runs(record: dict) -> list[dict]:
     """The runs of a benchmarks/recipes.py record: the one the book shipped before (when recorded), then the
     candidates."""
@@ -320,6 +302,8 @@ def recipes_markdown(record: dict) -> str:
         test = f"{run['test_sacrebleu']:.2f} / {run['test_tokenized']:.2f}" if "test_sacrebleu" in run else "not scored here"
         lines.append(f"| {run['name']} | {changed} | {run['train_seconds'] / 60:.0f} min | {run['kept']} | "
                      f"{f'**{val}**' if chosen else val} | {test} |")
+    if "seeds" in record:
+        lines += ["", recipe_seeds_markdown(record)]
     return "\n".join(lines) + "\n"
 
 

@@ -14,6 +14,8 @@ __all__ = [
     'Block',
     'ModernGPT',
     'from_gpt',
+    'MODERN_SIZES',
+    'one_change_variants',
     'cache_bytes_per_token',
 ]
 
@@ -266,7 +268,28 @@ def from_gpt(gpt) -> ModernGPT:
     return model
 
 
-# %% notebooks/11_modern.ipynb cell 28
+# %% notebooks/11_modern.ipynb cell 27
+MODERN_SIZES = {  # budget -> the model and training of section 6's variants (benchmarks/modern.py trains them too)
+    "smoke": dict(train=2000, merges=500, n_layers=2, d_model=64, n_heads=4, d_ff=192, epochs=1, warmup=40),
+    "cpu": dict(train=None, merges=2000, n_layers=2, d_model=128, n_heads=4, d_ff=384, epochs=1, warmup=300),
+    "full": dict(train=None, merges=4000, n_layers=6, d_model=384, n_heads=6, d_ff=1536, epochs=10, warmup=800),
+}
+
+
+def one_change_variants(base: BlockConfig) -> dict[str, BlockConfig]:
+    """Section 6's variants of `base`: the 2017 block, each modern change alone, and all of them together."""
+    return {"2017 block": base,
+            "RMSNorm": replace(base, norm="rms"),
+            "SwiGLU": replace(base, ffn="swiglu"),
+            "RoPE": replace(base, positions="rope"),
+            "grouped-query (2 kv heads)": replace(base, n_kv_heads=2),
+            "multi-query (1 kv head)": replace(base, n_kv_heads=1),
+            "no biases": replace(base, bias=False),
+            "all of them (2 kv heads)": replace(base, norm="rms", ffn="swiglu", positions="rope", n_kv_heads=2,
+                                                bias=False)}
+
+
+# %% notebooks/11_modern.ipynb cell 29
 @torch.no_grad()
 def cache_bytes_per_token(model: ModernGPT, tokens: int = 32) -> float:
     """Bytes the key/value cache holds per token (all layers), measured after feeding `tokens` tokens."""

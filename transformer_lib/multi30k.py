@@ -18,11 +18,12 @@ from transformer_lib.checks.core import check_int
 from transformer_lib.checks.data import check_split
 from transformer_lib.files import sha256_of
 
-__all__ = ["MULTI30K_URL", "MULTI30K_ENV", "MULTI30K_FILES", "DataUnavailable", "multi30k_dirs", "load_multi30k",
-           "offline_corpus"]
+__all__ = ["MULTI30K_URL", "MULTI30K_ENV", "OFFLINE_ENV", "MULTI30K_FILES", "DataUnavailable", "multi30k_dirs",
+           "offline_forced", "load_multi30k", "offline_corpus"]
 
 MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/"
 MULTI30K_ENV = "MULTI30K_DIR"
+OFFLINE_ENV = "MULTI30K_OFFLINE"  # set (to anything but 0): Multi30k is neither looked for nor downloaded
 MULTI30K_FILES = {  # split -> ((German file, sha256), (English file, sha256))
     "train": (("train.de.gz", "726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6"),
               ("train.en.gz", "d79cfa999dd4c51d2cb42499b6796d5a882c3a8a961923c25a898c90f8bbd56f")),
@@ -81,13 +82,23 @@ def _find_or_fetch(name: str, sha256: str, root, download: bool) -> Path:
         ) from None
 
 
+def offline_forced() -> bool:
+    """True while $MULTI30K_OFFLINE is set to anything but "" or "0": the chapters then read the offline corpus at
+    once, with no download tried (the test command sets it where Multi30k cannot be had)."""
+    return os.environ.get(OFFLINE_ENV, "").strip() not in ("", "0")
+
+
 def load_multi30k(split: str, root=None, download: bool = True) -> list[tuple[str, str]]:
     """(German, English) sentence pairs of Multi30k task 1: split "train" (29,000), "val" (1,014), "test2016" (1,000).
 
     Files are looked for in `root`, then $MULTI30K_DIR, then the user cache directory; missing ones are
-    downloaded into the cache and verified by sha256. Raises DataUnavailable, saying what to do, otherwise.
+    downloaded into the cache and verified by sha256. Raises DataUnavailable, saying what to do, otherwise, and at
+    once while $MULTI30K_OFFLINE is set.
     """
     check_split(split, MULTI30K_FILES)
+    if offline_forced():
+        raise DataUnavailable(f"${OFFLINE_ENV} is set, so Multi30k is neither looked for nor downloaded; unset it to "
+                              "read Multi30k")
     columns = []
     for name, sha256 in MULTI30K_FILES[split]:  # the German file, then the English one
         with gzip.open(_find_or_fetch(name, sha256, root, download), "rt", encoding="utf-8") as handle:

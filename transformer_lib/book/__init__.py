@@ -6,6 +6,7 @@
     python -m transformer_lib.book readme [--check]  # generated blocks of README and docs/ <- recorded results
     python -m transformer_lib.book run [--budget smoke|cpu|full] [--record] [CHAPTER ...]
     python -m transformer_lib.book figures [CHAPTER ...]  # redraw the diagrams (transformer_lib.diagrams)
+    python -m transformer_lib.book offline [CHAPTER ...]  # outputs on the offline corpus (transformer_lib.book.corpus)
 
 Cells are tagged with nbdev-style directives on their first lines:
 

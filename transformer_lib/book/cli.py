@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from transformer_lib.book import BookError, check, export, load_book, select_chapters
+from transformer_lib.book.corpus import offline_problems, record_offline
 from transformer_lib.book.references import REFERENCES_FILE, stale_references
 from transformer_lib.runtime import BUDGET_ENV, BUDGETS
 
@@ -42,6 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     fig_p.add_argument("chapters", nargs="*", help="only these chapters' notebooks (default: all)")
     sub.add_parser("references", help="rewrite each chapter's References cell and docs/references.md from "
                    "docs/references.yml and the citations in the chapters")
+    offline_p = sub.add_parser("offline", help="record what the cells tagged corpus-dependent show on the offline "
+                               "corpus at the smoke budget (notebooks/offline_outputs.json, which the test command "
+                               "compares them with where Multi30k cannot be had)")
+    offline_p.add_argument("chapters", nargs="*", help="only these chapters (default: every chapter with such a cell)")
+    offline_p.add_argument("--timeout", type=_positive_seconds, default=600, help="seconds a cell may run (default 600)")
     html_p = sub.add_parser("html", help="build the book as a static website from the committed notebooks")
     html_p.add_argument("--out", type=Path, default=None, help="the site's folder (default: site/ in the book)")
     args = parser.parse_args(argv)
@@ -56,11 +62,12 @@ def main(argv: list[str] | None = None) -> int:
             problems = check(book)
             if (book.root / REFERENCES_FILE).is_file():
                 problems += stale_references(book)
+            problems += offline_problems(book)
             if problems:
                 print("\n".join(problems), file=sys.stderr)
                 print("The book is out of date: run `python -m transformer_lib.book export` for the package, "
-                      "`... book figures` for the pictures, `... book references` for the references, as each line "
-                      "above says.", file=sys.stderr)
+                      "`... book figures` for the pictures, `... book references` for the references, `... book offline` "
+                      "for the outputs on the offline corpus, as each line above says.", file=sys.stderr)
                 return 1
             print(f"book check: {len(book.chapters)} chapters and their modules agree")
         elif args.command == "readme":
@@ -85,6 +92,10 @@ def main(argv: list[str] | None = None) -> int:
 
             changed = write_references(book)
             print("references: " + (", ".join(changed) + " rewritten" if changed else "already current"))
+        elif args.command == "offline":
+            files = [c.file for c in select_chapters(book, args.chapters)] if args.chapters else None
+            path = record_offline(book, files, args.timeout)
+            print(f"offline outputs: {path.relative_to(book.root)} written")
         elif args.command == "html":
             from transformer_lib.website import build_site
 

@@ -1,0 +1,87 @@
+"""The test command with and without Multi30k: $MULTI30K_OFFLINE, the outputs of cells tagged corpus-dependent on
+the offline corpus (transformer_lib.book.corpus, `book offline`), and the conftest that compares them."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from transformer_lib import book as bk
+from transformer_lib.book import corpus
+from transformer_lib.multi30k import OFFLINE_ENV, DataUnavailable, load_multi30k, offline_forced
+from transformer_lib.translation import prepare_data, RECIPES
+
+from test_book import make_book
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("value, forced", [("1", True), ("yes", True), ("0", False), ("", False), (" ", False)])
+def test_the_offline_switch_reads_as_it_says(monkeypatch, value, forced):
+    monkeypatch.setenv(OFFLINE_ENV, value)
+    assert offline_forced() is forced
+
+
+def test_offline_refuses_multi30k_at_once_even_where_its_files_are(monkeypatch, tmp_path):
+    monkeypatch.setenv("MULTI30K_DIR", str(tmp_path))  # files or not, nothing is looked for
+    monkeypatch.setenv(OFFLINE_ENV, "1")
+    with pytest.raises(DataUnavailable, match=r"\$MULTI30K_OFFLINE is set"):
+        load_multi30k("val")
+    data = prepare_data(RECIPES["smoke"])  # the chapters' loader falls back, and says so
+    assert data.source.startswith("OFFLINE CORPUS, NOT Multi30k")
+    assert not corpus.multi30k_available()
+
+
+def tagged_book(tmp_path):
+    cells = ["#| default_exp alpha", "import os\nprint(os.environ.get('MULTI30K_OFFLINE'), os.environ.get('BOOK_BUDGET'))",
+             "print('the same on every corpus')"]
+    book = make_book(tmp_path, {"01_alpha": cells})
+    path = tmp_path / "notebooks" / "01_alpha.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[2].metadata["tags"] = [corpus.TAG]
+    nbformat.write(nb, path)
+    return book, path
+
+
+def test_book_offline_records_what_tagged_cells_show_on_the_offline_corpus(tmp_path, monkeypatch):
+    monkeypatch.delenv(OFFLINE_ENV, raising=False)
+    book, path = tagged_book(tmp_path)
+    (problem,) = corpus.offline_problems(book)
+    assert "tagged corpus-dependent but has no offline output" in problem and "book offline" in problem
+    written = corpus.record_offline(book, log=lambda *_: None)
+    assert written == tmp_path / corpus.OFFLINE_FILE and OFFLINE_ENV not in os.environ  # the switch is put back
+    nb = nbformat.read(path, as_version=4)
+    (entry,) = corpus.offline_outputs(tmp_path)["notebooks/01_alpha.ipynb"].values()
+    assert entry["outputs"][0]["text"] == "1 smoke\n"  # offline, at the test command's budget
+    assert entry["source"] == corpus.source_hash(nb.cells[2].source) and nb.cells[2].outputs == []  # not changed
+    assert corpus.offline_problems(book) == []
+    nb.cells[2].source += "  # edited"
+    nbformat.write(nb, path)
+    assert "changed since its offline output was recorded" in corpus.offline_problems(book)[0]
+    nb.cells[2].metadata["tags"] = []
+    nbformat.write(nb, path)
+    (problem,) = corpus.offline_problems(book)
+    assert "not tagged corpus-dependent (or is gone)" in problem
+    with pytest.raises(ValueError, match="has no cell tagged corpus-dependent"):
+        corpus.record_offline(book, ["notebooks/01_alpha.ipynb"], log=lambda *_: None)
+
+
+def test_the_book_records_an_offline_output_for_every_tagged_cell():
+    book = bk.load_book(ROOT)
+    assert corpus.offline_problems(book) == []
+    tagged = corpus.tagged_cells(book)
+    assert "notebooks/06_data.ipynb" in tagged  # its counts of Multi30k's words and pre-tokens, at least
+    for file, cells in tagged.items():  # a tagged cell is compared, never ignored wholesale
+        assert all("nbval-ignore-output" not in c.metadata.get("tags", []) for c in cells), file
+
+
+def test_a_chapter_passes_the_test_command_on_the_offline_corpus():
+    """nbval over chapter 6 with $MULTI30K_OFFLINE set: its tagged cells are compared with their offline outputs,
+    the others with the committed ones, and all of them pass."""
+    env = {k: v for k, v in os.environ.items() if k != "MULTI30K_DIR"} | {OFFLINE_ENV: "1", "BOOK_BUDGET": "smoke"}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "notebooks/06_data.ipynb"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "the chapters read the offline corpus; cells tagged corpus-dependent were compared" in done.stdout

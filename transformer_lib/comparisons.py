@@ -1,0 +1,118 @@
+# Hand-written tool module (not generated from a notebook).
+"""The comparisons the book chooses by, each variant trained from several seeds: what the seeds measured (mean,
+standard deviation, range), when two variants are within noise of each other (their ranges overlap), and the tables
+of the recorded comparisons of vocabularies (benchmarks/subwords.py) and of recipes from several seeds
+(benchmarks/recipes.py --seeds). transformer_lib.claims renders them into the README's documents; the chapters and
+the benchmarks use them too."""
+from __future__ import annotations
+
+__all__ = ["seed_summary", "within_noise", "with_spread", "best_subwords", "subwords_within_noise", "subwords_markdown",
+           "recipe_seeds_verdict", "recipe_seeds_markdown"]
+
+
+def seed_summary(values) -> dict:
+    """What several seeds of one variant measured: mean, sample standard deviation (0 for one seed), lowest, highest
+    and how many."""
+    values = [float(v) for v in values]
+    if not values:
+        raise ValueError("seed_summary needs at least one value")
+    mean = sum(values) / len(values)
+    sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5 if len(values) > 1 else 0.0
+    return {"mean": round(mean, 4), "sd": round(sd, 4), "min": min(values), "max": max(values), "n": len(values)}
+
+
+def _names(names: list[str]) -> str:
+    """Names that may hold commas, listed: "*a*", "*a* and *b*", "*a*, *b* and *c*"."""
+    marked = [f"*{n}*" for n in names]
+    return " and ".join(marked) if len(marked) < 3 else ", ".join(marked[:-1]) + " and " + marked[-1]
+
+
+def within_noise(a: dict, b: dict) -> bool:
+    """True when two seed summaries' ranges (lowest to highest) overlap: one seed of each could have come out either
+    way, so the book does not choose by the difference of their means."""
+    return a["min"] <= b["max"] and b["min"] <= a["max"]
+
+
+def with_spread(s: dict, fmt: str = ".2f") -> str:
+    """A seed summary as a table cell: "21.43 ± 0.35 (21.02-21.79, 3 seeds)", or the value alone for one seed."""
+    if s["n"] == 1:
+        return f"{s['mean']:{fmt}} (1 seed)"
+    return f"{s['mean']:{fmt}} ± {s['sd']:{fmt}} ({s['min']:{fmt}}-{s['max']:{fmt}}, {s['n']} seeds)"
+
+
+def best_subwords(record: dict) -> dict:
+    """The variant of a benchmarks/subwords.py record with the best mean validation sacreBLEU over its seeds
+    (test2016 never chooses)."""
+    return max(record["variants"], key=lambda v: v["val_sacrebleu"]["mean"])
+
+
+def subwords_within_noise(record: dict) -> list[str]:
+    """The variants, other than the best, whose seeds' validation range overlaps the best one's."""
+    best = best_subwords(record)
+    return [v["name"] for v in record["variants"]
+            if v is not best and within_noise(v["val_sacrebleu"], best["val_sacrebleu"])]
+
+
+def subwords_markdown(record: dict) -> str:
+    """A recorded run of benchmarks/subwords.py as Markdown: one row per vocabulary (mean ± standard deviation over
+    the seeds, and their range), the best mean on validation in bold, and which others are within noise of it."""
+    r, seeds = record["recipe"], record["seeds"]
+    runs = f", {record['jobs']} runs at a time" if record.get("jobs", 1) > 1 else ""
+    lines = [f"{record['machine']}, device {record['device']}{runs}: the `{record['budget']}` recipe "
+             f"({r['n_layers']}+{r['n_layers']} layers, d_model {r['d_model']}, {r['epochs']} epochs) with each "
+             f"vocabulary, trained from {len(seeds)} seeds ({', '.join(map(str, seeds))}), beam {r['beam_size']}; "
+             "`<unk>` rates and tokens per sentence on test2016. BLEU is the mean ± standard deviation over the "
+             "seeds, with the lowest and highest seed in brackets.", "",
+             "| vocabulary | ids (de / en) | parameters | `<unk>` de / en | tokens per English sentence | training "
+             "| validation sacreBLEU | test2016 sacreBLEU |", "|---|---|---|---|---|---|---|---|"]
+    best = best_subwords(record)
+    for v in record["variants"]:
+        val = with_spread(v["val_sacrebleu"])
+        lines.append(f"| {v['name']} | {v['vocab_sizes'][0]:,} / {v['vocab_sizes'][1]:,} | {v['parameters']:,} | "
+                     f"{v['unk_de']:.2%} / {v['unk_en']:.2%} | {v['tokens_per_sentence_en']:.1f} | "
+                     f"{v['train_seconds']['mean'] / 60:.1f} min | {f'**{val}**' if v is best else val} | "
+                     f"{with_spread(v['test_sacrebleu'])} |")
+    close = subwords_within_noise(record)
+    lines += ["", f"Best mean on validation: **{best['name']}**. "
+              + (f"Within noise of it (their seeds' ranges overlap): {_names(close)}; the others fall below it "
+                 "by more than their seeds scatter." if close else "Every other vocabulary falls below it by more "
+                 "than their seeds scatter."), ""]
+    if record["device"] != "cpu":
+        lines += [f"The training column is {record['device']} time with {record.get('jobs', 1)} runs sharing one "
+                  "device; it says nothing of a CPU's time.", ""]
+    return "\n".join(lines)
+
+
+def recipe_seeds_verdict(record: dict) -> tuple[list[str], list[str]]:
+    """From a record's "seeds" (benchmarks/recipes.py --seeds): the recipes within noise of the chosen one, and
+    those it beat beyond noise."""
+    rows = {r["name"]: r for r in record["seeds"]["recipes"]}
+    chosen = rows[record["winner"]]["val_sacrebleu"]
+    others = [name for name in rows if name != record["winner"]]
+    return ([n for n in others if within_noise(rows[n]["val_sacrebleu"], chosen)],
+            [n for n in others if not within_noise(rows[n]["val_sacrebleu"], chosen)])
+
+
+def recipe_seeds_markdown(record: dict) -> str:
+    """The recipes again from several seeds each (a record's "seeds"): mean ± standard deviation of the kept
+    model's validation sacreBLEU, and whether the choice above stands beyond noise."""
+    s = record["seeds"]
+    precision = "float32 throughout" if s.get("float32") else "the fast path's precision where the device has it"
+    lines = [f"The same recipes again, each trained from {len(s['seeds'])} seeds ({', '.join(map(str, s['seeds']))}) "
+             f"on {s['machine']}, device {s['device']}, {precision}. Each run keeps its last epoch or its average as "
+             "above. Mean ± standard deviation, the lowest and highest seed in brackets:", "",
+             "| recipe | validation sacreBLEU of the kept model | kept (by seed) |", "|---|---|---|"]
+    for r in s["recipes"]:
+        kept = ", ".join(f"{run['seed']}: {run['kept']}" for run in r["runs"])
+        lines.append(f"| {r['name']} | {with_spread(r['val_sacrebleu'])} | {kept} |")
+    missing = [run["name"] for run in record["candidates"] if run["name"] not in {r["name"] for r in s["recipes"]}]
+    close, beaten = recipe_seeds_verdict(record) if record["winner"] in {r["name"] for r in s["recipes"]} else ([], [])
+    lines.append("")
+    if close:
+        lines.append(f"Within noise of the chosen recipe (their seeds' ranges overlap): {_names(close)}. The choice "
+                     "rests on a higher mean, not on a difference that the seeds could not have made.")
+    if beaten:
+        lines.append(f"Below the chosen recipe by more than the seeds scatter: {_names(beaten)}.")
+    if missing:
+        lines.append(f"Not trained from several seeds: {_names(missing)}.")
+    return "\n".join(lines) + "\n"
