@@ -1066,6 +1066,13 @@ def _(tmp):
 def _(tmp): _modern().from_gpt(tiny_model())
 
 
+@case("one_change_variants(base)", "a GPTConfig (chapter 10's) instead of a BlockConfig", TypeError, "base",
+      "BlockConfig", "GPTConfig")
+def _(tmp):
+    from transformer_lib.gpt import GPTConfig
+    _modern().one_change_variants(GPTConfig(vocab_size=60, n_layers=1, d_model=16, n_heads=2, d_ff=32, context=8))
+
+
 @case("cache_bytes_per_token(model, tokens)", "more tokens than the model's context", ValueError, "tokens",
       "context=6")
 def _(tmp): _modern().cache_bytes_per_token(_modern().ModernGPT(tiny_block()), tokens=7)

@@ -278,6 +278,7 @@ MODERN_SIZES = {  # budget -> the model and training of section 6's variants (be
 
 def one_change_variants(base: BlockConfig) -> dict[str, BlockConfig]:
     """Section 6's variants of `base`: the 2017 block, each modern change alone, and all of them together."""
+    check_instance("base", base, BlockConfig)
     return {"2017 block": base,
             "RMSNorm": replace(base, norm="rms"),
             "SwiGLU": replace(base, ffn="swiglu"),
