@@ -45,6 +45,9 @@ def test_book_run_twice_leaves_git_clean_and_writes_only_documented_places(tmp_p
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("XDG_", "JUPYTER_", "IPYTHONDIR", "MPLCONFIGDIR", "PYTEST_"))}
     env.update(HOME=str(home), TMPDIR=str(tmp), PYTHONPATH=str(repo), BOOK_BUDGET="smoke")
+    # a fixed thread count: book run's core sharing would follow whatever else the machine runs between the two runs,
+    # and a sum over another number of threads rounds differently in the last digits
+    env["OMP_NUM_THREADS"] = str(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
     book = [sys.executable, "-m", "transformer_lib.book"]
     same_work = [f"notebooks/{stem}.ipynb" for stem in SAME_UNDER_EVERY_BUDGET]
     first = {}

@@ -109,8 +109,8 @@ def recipe_seeds_markdown(record: dict) -> str:
     close, beaten = recipe_seeds_verdict(record) if record["winner"] in {r["name"] for r in s["recipes"]} else ([], [])
     lines.append("")
     if close:
-        lines.append(f"Within noise of the chosen recipe (their seeds' ranges overlap): {_names(close)}. The choice "
-                     "rests on a higher mean, not on a difference that the seeds could not have made.")
+        lines.append(f"Within noise of the chosen recipe (their seeds' ranges overlap): {_names(close)}. The higher "
+                     "mean is a lead, not a proof: one seed of each could have come out either way.")
     if beaten:
         lines.append(f"Below the chosen recipe by more than the seeds scatter: {_names(beaten)}.")
     if missing:
