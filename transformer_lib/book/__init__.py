@@ -7,6 +7,7 @@
     python -m transformer_lib.book run [--budget smoke|cpu|full] [--record] [CHAPTER ...]
     python -m transformer_lib.book figures [CHAPTER ...]  # redraw the diagrams (transformer_lib.diagrams)
     python -m transformer_lib.book offline [CHAPTER ...]  # outputs on the offline corpus (transformer_lib.book.corpus)
+    python -m transformer_lib.book html [--out site]  # the website, with Jupyter Book (transformer_lib.book.site)
 
 Cells are tagged with nbdev-style directives on their first lines:
 

@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             path = record_offline(book, files, args.timeout)
             print(f"offline outputs: {path.relative_to(book.root)} written")
         elif args.command == "html":
-            from transformer_lib.website import build_site
+            from transformer_lib.book.site import build_site
 
             out = args.out if args.out is not None else book.root / "site"
             build_site(book, out)
