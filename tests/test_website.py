@@ -275,8 +275,9 @@ for (const e of article.querySelectorAll("*")) {
                   + e.clientWidth + ")");
   }
 }
-if (document.documentElement.scrollWidth > window.innerWidth + 1) {
-  problems.push("the page scrolls sideways: " + document.documentElement.scrollWidth + " > " + window.innerWidth);
+const width = arguments[0];  // the window's width as the test set it (a phone's layout grows past it if the page is wider)
+if (document.documentElement.scrollWidth > width + 1 || window.innerWidth > width + 1) {
+  problems.push("the page scrolls sideways: " + document.documentElement.scrollWidth + " > " + width);
 }
 for (const img of document.images) {
   if (!(img.complete && img.naturalWidth > 0) && img.loading !== "lazy") problems.push("image not loaded: " + img.src);
@@ -361,7 +362,7 @@ def test_every_page_reads_cleanly_in_headless_chromium(site, width, height, them
                 "(!window.MathJax || !MathJax.startup || !MathJax.startup.promise || MathJax.typesetDone !== false)"))
             browser.execute_script("return window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
             assert browser.execute_script("return document.documentElement.dataset.theme") == theme, page.html
-            problems, sampled = browser.execute_script(PAGE_PROBLEMS_JS)
+            problems, sampled = browser.execute_script(PAGE_PROBLEMS_JS, width)
             assert problems == [], (page.html, width, problems)
             requests, failed = _requests(browser)
             outside = [u for u in requests if urllib.parse.urlparse(u).scheme not in ("file", "data", "blob")]

@@ -316,6 +316,7 @@ CONF_ADDITIONS = """
 extensions = [e for e in extensions if e not in ("sphinx_thebe", "sphinx_comments")]
 html_context = {**globals().get("html_context", {}), "default_mode": "auto"}
 html_theme_options.update(use_download_button=True, show_toc_level=2, navigation_with_keys=False)
+html_sidebars = {"**": ["navbar-logo.html", "sbt-sidebar-nav.html"]}  # one search box: the header's
 """
 
 
