@@ -82,6 +82,19 @@ def test_what_a_reader_expects_is_on_every_chapter_page(site):
         assert "MIT License" in _soup(out, page).select_one("footer.bd-footer-content").get_text(), page.source
 
 
+def test_markdown_outputs_are_tables_not_pipes(site):
+    """The chapters print their result tables as Markdown (display(Markdown(...))): each must be a table on the page."""
+    book, out, pages = site
+    for page in (p for p in pages if p.kind == "chapter"):
+        nb = nbformat.read(book.root / page.source, as_version=4)
+        printed = sum("\n|" in o.get("data", {}).get("text/markdown", "") for c in nb.cells for o in c.get("outputs", []))
+        soup = _soup(out, page)
+        rows = [line for line in soup.select_one("article").get_text().splitlines()
+                if line.strip().startswith("|") and line.strip().endswith("|")]
+        assert rows == [], (page.source, rows[:2])
+        assert len(soup.select("div.cell_output table")) >= printed, page.source
+
+
 def test_the_download_button_gives_the_chapter_as_committed(site):
     book, out, _ = site
     for chapter in book.chapters:
@@ -326,6 +339,20 @@ def _browser():
     return webdriver.Chrome(service=Service(driver), options=options)
 
 
+def _opens(browser, button, shows, page):
+    """Clicking the visible `button` shows an element matching `shows` that was not on screen before."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    on_screen = ("return Array.from(document.querySelectorAll(arguments[0])).some(e => { const r = "
+                 "e.getBoundingClientRect(); return r.width > 0 && r.left >= 0 && r.right <= window.innerWidth "
+                 "&& r.top >= 0 && r.bottom <= window.innerHeight && getComputedStyle(e).visibility !== 'hidden'; })")
+    assert not browser.execute_script(on_screen, shows), (page, shows, "on screen before the click")
+    visible = [b for b in browser.find_elements("css selector", button) if b.is_displayed()]
+    assert len(visible) == 1, (page, button, len(visible))
+    visible[0].click()
+    WebDriverWait(browser, 5).until(lambda b: b.execute_script(on_screen, shows), (page, button))
+
+
 def _requests(browser):
     requests, failed = [], []
     for entry in browser.get_log("performance"):
@@ -370,6 +397,10 @@ def test_every_page_reads_cleanly_in_headless_chromium(site, width, height, them
             errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
             assert errors == [], (page.html, errors[:3])
             report[page.html] = {"requests": len(requests), "text sampled for contrast": sampled}
+            if width < 600 and page.kind == "chapter":  # the menu and contents buttons open what they name
+                _opens(browser, "button.primary-toggle", "nav.bd-links a", page.html)
+                browser.get((out / page.html).as_uri())
+                _opens(browser, "button.secondary-toggle", "#pst-page-toc-nav a", page.html)
             if (width, page.html) in ((1280, "notebooks/07_decoding.html"), (390, "notebooks/02_attention.html")):
                 SCREENSHOTS.mkdir(parents=True, exist_ok=True)
                 browser.save_screenshot(str(SCREENSHOTS / f"{Path(page.html).stem}-{width}px-{theme}.png"))
@@ -394,6 +425,8 @@ def test_search_over_file_finds_the_chapter_that_teaches_each_query_first(site):
             links = [a.get_attribute("href") for a in
                      browser.find_elements("css selector", "#search-results ul.search li > a")]
             found[query] = [urllib.parse.urlparse(link).path.rsplit("/", 1)[-1] for link in links[:3]]
+            errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+            assert errors == [], (query, errors[:3])  # no request the browser refuses over file://
     finally:
         browser.quit()
     assert {q: f[0].split(".")[0] if f else None for q, f in found.items()} == SEARCHES, found

@@ -182,7 +182,7 @@ def _alt_texts(book) -> dict:
 # ------------------------------------------------------------------------------------------------ the source folder
 def _page_map(book) -> dict[str, str]:
     """Repository path -> the path of its page in the assembled folder, for every file the site shows."""
-    pages = {"README.md": "index.md", "LICENSE": "license.md"}
+    pages = {"README.md": "index.md", "LICENSE": "license.md", "solutions": "solutions/index.md"}
     pages.update({c.file: c.file for c in book.chapters})
     for path in sorted((book.root / "solutions").glob("ch*.py")):
         pages[f"solutions/{path.name}"] = f"solutions/{path.stem}.md"
@@ -296,6 +296,7 @@ def _write_config(book, src: Path, pages: list[Page], repo: str) -> None:
                 "html_show_sourcelink": False,
                 "html_last_updated_fmt": None,
                 "nb_merge_streams": True,
+                "nb_render_markdown_format": "myst",  # Markdown outputs (the chapters' tables) as MyST, tables and all
                 "myst_heading_anchors": 4,
                 "suppress_warnings": ["myst.header"],
             },
