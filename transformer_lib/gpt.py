@@ -74,6 +74,7 @@ class GELUFeedForward(PositionwiseFeedForward):
         return self.w_2(self.dropout(F.gelu(self.w_1(x), approximate="tanh")))  # (B, L, d_model)
 
 
+# %% notebooks/10_gpt.ipynb cell 6
 class GPT(nn.Module):
     """A decoder-only language model: chapter 3's pre-norm encoder layers under chapter 2's causal mask.
 
@@ -122,7 +123,7 @@ class GPT(nn.Module):
         return p.dropout(x + pos.to(x.dtype))
 
 
-# %% notebooks/10_gpt.ipynb cell 7
+# %% notebooks/10_gpt.ipynb cell 8
 @torch.no_grad()
 def leaks_future(model: nn.Module, vocab_size: int, length: int = 12, seed: int = 0) -> bool:
     """True when a model's outputs at some position change with the tokens after it (its mask is broken)."""
@@ -137,7 +138,7 @@ def leaks_future(model: nn.Module, vocab_size: int, length: int = 12, seed: int 
     return False
 
 
-# %% notebooks/10_gpt.ipynb cell 11
+# %% notebooks/10_gpt.ipynb cell 12
 def lm_sequences(sentences: list[str], tokenizer, vocab, context: int) -> list[list[int]]:
     """Each sentence as <s> ids </s>, cut to context + 1 tokens (the model reads at most context of them)."""
     check_int("context", context)
@@ -172,7 +173,7 @@ def caption_corpus(n_train: int | None = None, n_merges: int = 2000, context: in
                          source)
 
 
-# %% notebooks/10_gpt.ipynb cell 16
+# %% notebooks/10_gpt.ipynb cell 17
 def lm_loss(logits: torch.Tensor, targets: torch.Tensor, pad_idx: int) -> torch.Tensor:
     """Mean next-token cross-entropy over the real targets; logits (B, T, V), targets (B, T) with pad_idx as padding."""
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=pad_idx)
@@ -215,7 +216,7 @@ def train_lm(model: nn.Module, train_seqs, val_seqs, epochs: int, pad_idx: int, 
     return history
 
 
-# %% notebooks/10_gpt.ipynb cell 22
+# %% notebooks/10_gpt.ipynb cell 23
 class KVCache:
     """Feeds a GPT new tokens while keeping every layer's keys and values; returns the next token's logits.
 
@@ -249,7 +250,7 @@ class KVCache:
         return mha.w_o(out.transpose(1, 2).flatten(2))  # (B, L, d_model)
 
 
-# %% notebooks/10_gpt.ipynb cell 24
+# %% notebooks/10_gpt.ipynb cell 25
 def filter_logits(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
                   top_p: float = 1.0) -> torch.Tensor:
     """Logits (B, V) divided by the temperature, -inf outside the top k and outside the nucleus (the fewest most
@@ -299,7 +300,7 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int, temperature:
     return torch.cat(out, 1)
 
 
-# %% notebooks/10_gpt.ipynb cell 37
+# %% notebooks/10_gpt.ipynb cell 38
 def from_gpt2(source, config=None) -> GPT:
     """Our GPT holding the weights of a Hugging Face GPT2LMHeadModel, or of its state dict with its config (the
     config object or its to_dict()); in eval mode. Needs no transformers itself: it reads tensors and fields."""
