@@ -159,3 +159,14 @@ def test_the_books_defaults_are_unchanged_and_gpt2s_options_reach_the_modules():
 def test_from_gpt_refuses_gpt2s_options_it_has_no_switch_for():
     with pytest.raises(ValueError, match="positions='learned'"):
         from_gpt(GPT(GPTConfig(50, 1, 16, 2, 32, context=8, positions="learned")))
+
+
+def test_the_package_imports_without_transformers():
+    """transformers is an optional extra: the converters read tensors and config fields, and import nothing of it."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['transformers'] = None\n"
+            "import transformer_lib.gpt, transformer_lib.modern, transformer_lib.fast\n"
+            "assert 'transformers' not in {m.split('.')[0] for m in sys.modules if sys.modules[m] is not None}")
+    subprocess.run([sys.executable, "-c", code], check=True)
