@@ -1,5 +1,7 @@
 """The test command's settings for the chapters: the run budget, and which corpus they read.
 
+Tests marked `cuda` run wherever CUDA is present and are skipped, with that reason, where it is not.
+
 The notebooks are executed by nbval in the same pytest run as tests/; their kernels inherit this process's
 environment, so the run budget defaults to `smoke` here (CI's budget), whichever folder pytest is given.
 
@@ -20,6 +22,7 @@ os.environ.setdefault("BOOK_BUDGET", "smoke")
 
 
 def pytest_collection_modifyitems(session, config, items):
+    _skip_cuda_tests_without_cuda(items)
     cells = [item for item in items if type(item).__name__ == "IPyNbCell"]
     if not cells:
         return
@@ -42,6 +45,19 @@ def pytest_collection_modifyitems(session, config, items):
                                     f"the offline corpus in {corpus.OFFLINE_FILE}; run `python -m transformer_lib.book "
                                     "offline`")
         item.cell.outputs = [nbformat.from_dict(output) for output in entry["outputs"]]
+
+
+def _skip_cuda_tests_without_cuda(items) -> None:
+    """Tests marked `cuda` run wherever CUDA is present; elsewhere each is skipped with the reason, never hidden."""
+    marked = [item for item in items if item.get_closest_marker("cuda")]
+    if not marked:
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        skip = pytest.mark.skip(reason="needs a CUDA GPU (marked cuda); none is present")
+        for item in marked:
+            item.add_marker(skip)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

@@ -1066,6 +1066,107 @@ def _(tmp):
 def _(tmp): _modern().from_gpt(tiny_model())
 
 
+@case("BlockConfig(..., tie_head=...)", "tie_head given as a string", TypeError, "tie_head")
+def _(tmp): tiny_block(tie_head="no")
+
+
+@case("BlockConfig(..., d_hidden=...)", "a SwiGLU hidden size of 0", ValueError, "d_hidden")
+def _(tmp): tiny_block(ffn="swiglu", d_hidden=0)
+
+
+@case("from_gpt(gpt)", "a GPT with GPT-2's learned positions, which BlockConfig has no switch for", ValueError, "gpt",
+      "positions='learned'")
+def _(tmp): _modern().from_gpt(_gpt().GPT(_gpt().GPTConfig(11, 1, 8, 2, 16, context=6, positions="learned")))
+
+
+def tiny_gpt2(**options):
+    from transformers import GPT2Config, GPT2LMHeadModel
+    settings = dict(vocab_size=11, n_positions=6, n_embd=8, n_layer=1, n_head=2, bos_token_id=None, eos_token_id=None)
+    return GPT2LMHeadModel(GPT2Config(**{**settings, **options}))
+
+
+def tiny_llama(**options):
+    from transformers import LlamaConfig, LlamaForCausalLM
+    settings = dict(vocab_size=11, hidden_size=8, intermediate_size=12, num_hidden_layers=1, num_attention_heads=2,
+                    max_position_embeddings=6, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    return LlamaForCausalLM(LlamaConfig(**{**settings, **options}))
+
+
+@case("GPTConfig(..., positions=...)", "RoPE, which is chapter 11's BlockConfig's", ValueError, "positions", "'learned'")
+def _(tmp): _gpt().GPTConfig(vocab_size=11, positions="rope")
+
+
+@case("GPTConfig(..., activation=...)", "the exact GELU, where GPT-2's is the tanh approximation", ValueError,
+      "activation", "'gelu_tanh'")
+def _(tmp): _gpt().GPTConfig(vocab_size=11, activation="gelu")
+
+
+@case("GPTConfig(..., norm_eps=...)", "an epsilon of 0", ValueError, "norm_eps")
+def _(tmp): _gpt().GPTConfig(vocab_size=11, norm_eps=0.0)
+
+
+@case("GPTConfig(..., scale_embeddings=...)", "scale_embeddings given as a string", TypeError, "scale_embeddings")
+def _(tmp): _gpt().GPTConfig(vocab_size=11, scale_embeddings="no")
+
+
+@case("GELUFeedForward(d_model, d_ff)", "a hidden size of 0", ValueError, "d_ff")
+def _(tmp): _gpt().GELUFeedForward(8, 0)
+
+
+@case("from_gpt2(source, config)", "the hub name instead of the model", TypeError, "source", "str")
+def _(tmp): _gpt().from_gpt2("gpt2")
+
+
+@case("from_gpt2(source, config)", "a state dict without its config", ValueError, "config", "to_dict")
+def _(tmp): _gpt().from_gpt2(tiny_gpt2().state_dict())
+
+
+@case("from_gpt2(source, config)", "a Llama instead of a GPT-2", ValueError, "model_type='llama'", "from_gpt2")
+def _(tmp): _gpt().from_gpt2(tiny_llama())
+
+
+@case("from_gpt2(source, config)", "a GPT-2 with the ReLU activation, which GPT does not load", ValueError,
+      "activation_function='relu'")
+def _(tmp): _gpt().from_gpt2(tiny_gpt2(activation_function="relu"))
+
+
+@case("from_gpt2(source, config)", "attention scaled by the inverse layer index", ValueError,
+      "scale_attn_by_inverse_layer_idx")
+def _(tmp): _gpt().from_gpt2(tiny_gpt2(scale_attn_by_inverse_layer_idx=True))
+
+
+@case("from_gpt2(source, config)", "a state dict missing a layer's tensors", KeyError, "source", "transformer.h.0")
+def _(tmp):
+    model = tiny_gpt2()
+    _gpt().from_gpt2({k: v for k, v in model.state_dict().items() if ".h.0.attn" not in k}, model.config)
+
+
+@case("from_llama(source, config)", "a GPT-2 instead of a Llama", ValueError, "model_type='gpt2'", "from_llama")
+def _(tmp): _modern().from_llama(tiny_gpt2())
+
+
+@case("from_llama(source, config)", "a Llama with attention biases", ValueError, "attention_bias")
+def _(tmp): _modern().from_llama(tiny_llama(attention_bias=True))
+
+
+@case("from_llama(source, config)", "RoPE scaled for long contexts (Llama 3.1's)", ValueError, "rope type", "'llama3'")
+def _(tmp):
+    _modern().from_llama(tiny_llama(rope_parameters=dict(rope_type="llama3", rope_theta=500000.0, factor=8.0,
+                                                         low_freq_factor=1.0, high_freq_factor=4.0,
+                                                         original_max_position_embeddings=4)))
+
+
+@case("from_llama(source, config)", "a state dict without its config", ValueError, "config")
+def _(tmp): _modern().from_llama(tiny_llama().state_dict())
+
+
+@case("from_llama(source, config)", "a state dict missing a layer's projection", KeyError, "source",
+      "model.layers.0.self_attn.q_proj.weight")
+def _(tmp):
+    model = tiny_llama()
+    _modern().from_llama({k: v for k, v in model.state_dict().items() if "q_proj" not in k}, model.config)
+
+
 @case("one_change_variants(base)", "a GPTConfig (chapter 10's) instead of a BlockConfig", TypeError, "base",
       "BlockConfig", "GPTConfig")
 def _(tmp):

@@ -195,9 +195,11 @@ def cpu_has_bf16() -> bool:
 
 
 def has_bf16(device) -> bool:
-    """True where `device` multiplies bfloat16 in hardware: a CPU with AMX or AVX512-BF16, a CUDA GPU that can."""
+    """True where `device` multiplies bfloat16 in hardware: a CPU with AMX or AVX512-BF16, a CUDA GPU of compute
+    capability 8.0 or later (Ampere on; torch.cuda.is_bf16_supported() counts emulation, and says yes on a T4)."""
     device = as_device("device", device)
-    return cpu_has_bf16() if device.type == "cpu" else device.type == "cuda" and torch.cuda.is_bf16_supported()
+    gpu = device.type == "cuda" and torch.cuda.is_available() and torch.cuda.get_device_capability(device) >= (8, 0)
+    return cpu_has_bf16() if device.type == "cpu" else gpu
 
 
 def speed_up(model: nn.Module, criterion: LabelSmoothing, device) -> tuple[nn.Module, LabelSmoothing, bool]:

@@ -4,6 +4,7 @@
 
 __all__ = [
     'GPTConfig',
+    'GELUFeedForward',
     'GPT',
     'leaks_future',
     'lm_sequences',
@@ -16,6 +17,7 @@ __all__ = [
     'KVCache',
     'filter_logits',
     'generate',
+    'from_gpt2',
 ]
 
 # %% notebooks/10_gpt.ipynb cell 2
@@ -30,13 +32,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from transformer_lib.checks.core import check_int, check_ints
-from transformer_lib.checks.gpt import (check_cache_batch, check_generate, check_gpt_config, check_gpt_tokens,
-                                        check_logits, check_sampling)
+from transformer_lib.checks.gpt import (check_cache_batch, check_generate, check_gpt2_config, check_gpt_config,
+                                        check_gpt_options, check_gpt_tokens, check_logits, check_sampling, hf_source)
 from transformer_lib.attention import scaled_dot_product_attention, subsequent_mask
-from transformer_lib.blocks import EncoderLayer, LayerNorm
+from transformer_lib.blocks import EncoderLayer, LayerNorm, PositionwiseFeedForward
 from transformer_lib.data import (BPE, SubwordTokenizer, Tokenizer, Vocab, bucket_batches, load_translation_data,
                                   pre_tokens)
-from transformer_lib.embeddings import PositionalEncoding, TokenEmbedding
+from transformer_lib.embeddings import LearnedPositionalEmbedding, PositionalEncoding, TokenEmbedding
 from transformer_lib.training import make_optimizer
 
 
@@ -51,14 +53,28 @@ class GPTConfig:
     d_ff: int = 1024
     dropout: float = 0.1
     context: int = 64  # the most tokens it reads at once: the length of its positional table
+    # What GPT-2 does differently (section 5); the defaults are this chapter's model.
+    positions: str = "sinusoidal"  # or "learned": a trained vector per position
+    activation: str = "relu"  # or "gelu_tanh": GELU in its tanh approximation
+    norm_eps: float = 1e-6  # the layer norms' epsilon (GPT-2: 1e-5)
+    scale_embeddings: bool = True  # token vectors times sqrt(d_model), as chapter 1's; GPT-2 does not scale
 
     def __post_init__(self):
         check_gpt_config(self)
+        check_gpt_options(self)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
+class GELUFeedForward(PositionwiseFeedForward):
+    """Chapter 3's feed-forward network with GELU in its tanh approximation in place of the ReLU (GPT-2's)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.w_2(self.dropout(F.gelu(self.w_1(x), approximate="tanh")))  # (B, L, d_model)
+
+
+# %% notebooks/10_gpt.ipynb cell 6
 class GPT(nn.Module):
     """A decoder-only language model: chapter 3's pre-norm encoder layers under chapter 2's causal mask.
 
@@ -79,23 +95,35 @@ class GPT(nn.Module):
         super().__init__()
         c = self.config = config
         self.embed = TokenEmbedding(c.vocab_size, c.d_model)
-        self.positions = PositionalEncoding(c.d_model, c.context, c.dropout)
-        self.layers = nn.ModuleList(EncoderLayer(c.d_model, c.n_heads, c.d_ff, c.dropout, norm_first=True)
+        self.positions = (PositionalEncoding(c.d_model, c.context, c.dropout) if c.positions == "sinusoidal"
+                          else LearnedPositionalEmbedding(c.d_model, c.context, c.dropout))
+        self.layers = nn.ModuleList(EncoderLayer(c.d_model, c.n_heads, c.d_ff, c.dropout, True, c.norm_eps)
                                     for _ in range(c.n_layers))
-        self.norm = LayerNorm(c.d_model)
+        if c.activation == "gelu_tanh":
+            for layer in self.layers:
+                layer.feed_forward = GELUFeedForward(c.d_model, c.d_ff, c.dropout)
+        self.norm = LayerNorm(c.d_model, c.norm_eps)
         self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)
         self.lm_head.weight = self.embed.embedding.weight  # tied: one table reads and writes tokens
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         check_gpt_tokens(tokens, self.config)
-        x = self.positions(self.embed(tokens))  # (B, T, d_model)
+        x = self.embed_tokens(tokens)  # (B, T, d_model)
         mask = subsequent_mask(tokens.size(1), tokens.device)  # (1, T, T): no position sees a later one
         for layer in self.layers:
             x = layer(x, mask)  # (B, T, d_model)
         return self.lm_head(self.norm(x))  # (B, T, vocab_size)
 
+    def embed_tokens(self, tokens: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """(B, T) ids at positions start .. start + T - 1 as vectors (B, T, d_model): tokens plus positions, dropped out."""
+        x = self.embed(tokens) if self.config.scale_embeddings else self.embed.embedding(tokens)  # (B, T, d_model)
+        where = torch.arange(start, start + tokens.size(1), device=tokens.device)  # (T,)
+        p = self.positions
+        pos = p.pe[0, where] if isinstance(p, PositionalEncoding) else p.embedding(where)  # (T, d_model)
+        return p.dropout(x + pos.to(x.dtype))
 
-# %% notebooks/10_gpt.ipynb cell 7
+
+# %% notebooks/10_gpt.ipynb cell 8
 @torch.no_grad()
 def leaks_future(model: nn.Module, vocab_size: int, length: int = 12, seed: int = 0) -> bool:
     """True when a model's outputs at some position change with the tokens after it (its mask is broken)."""
@@ -110,7 +138,7 @@ def leaks_future(model: nn.Module, vocab_size: int, length: int = 12, seed: int 
     return False
 
 
-# %% notebooks/10_gpt.ipynb cell 11
+# %% notebooks/10_gpt.ipynb cell 12
 def lm_sequences(sentences: list[str], tokenizer, vocab, context: int) -> list[list[int]]:
     """Each sentence as <s> ids </s>, cut to context + 1 tokens (the model reads at most context of them)."""
     check_int("context", context)
@@ -145,7 +173,7 @@ def caption_corpus(n_train: int | None = None, n_merges: int = 2000, context: in
                          source)
 
 
-# %% notebooks/10_gpt.ipynb cell 16
+# %% notebooks/10_gpt.ipynb cell 17
 def lm_loss(logits: torch.Tensor, targets: torch.Tensor, pad_idx: int) -> torch.Tensor:
     """Mean next-token cross-entropy over the real targets; logits (B, T, V), targets (B, T) with pad_idx as padding."""
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=pad_idx)
@@ -188,7 +216,7 @@ def train_lm(model: nn.Module, train_seqs, val_seqs, epochs: int, pad_idx: int, 
     return history
 
 
-# %% notebooks/10_gpt.ipynb cell 22
+# %% notebooks/10_gpt.ipynb cell 23
 class KVCache:
     """Feeds a GPT new tokens while keeping every layer's keys and values; returns the next token's logits.
 
@@ -204,7 +232,7 @@ class KVCache:
         check_gpt_tokens(tokens, m.config, already=self.t)
         check_cache_batch(tokens, self.batch)  # the same sequences every call
         self.batch = tokens.size(0)
-        x = m.positions.dropout(m.embed(tokens) + m.positions.pe[:, self.t : self.t + L])  # (B, L, d_model)
+        x = m.embed_tokens(tokens, self.t)  # (B, L, d_model), at positions t .. t + L - 1
         query_pos = self.t + torch.arange(L, device=tokens.device)[:, None]  # (L, 1)
         mask = torch.arange(self.t + L, device=tokens.device) <= query_pos  # (L, t + L): earlier keys only
         for i, layer in enumerate(m.layers):
@@ -222,7 +250,7 @@ class KVCache:
         return mha.w_o(out.transpose(1, 2).flatten(2))  # (B, L, d_model)
 
 
-# %% notebooks/10_gpt.ipynb cell 24
+# %% notebooks/10_gpt.ipynb cell 25
 def filter_logits(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
                   top_p: float = 1.0) -> torch.Tensor:
     """Logits (B, V) divided by the temperature, -inf outside the top k and outside the nucleus (the fewest most
@@ -270,3 +298,34 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int, temperature:
     finally:
         model.train(training)  # a model that was training goes on training
     return torch.cat(out, 1)
+
+
+# %% notebooks/10_gpt.ipynb cell 38
+def from_gpt2(source, config=None) -> GPT:
+    """Our GPT holding the weights of a Hugging Face GPT2LMHeadModel, or of its state dict with its config (the
+    config object or its to_dict()); in eval mode. Needs no transformers itself: it reads tensors and fields."""
+    state, get = hf_source(source, config, "GPT2LMHeadModel")
+    prefix = "transformer." if "transformer.wte.weight" in state else ""
+    check_gpt2_config(get, state, prefix)
+    d = get("n_embd")
+    model = GPT(GPTConfig(get("vocab_size"), get("n_layer"), d, get("n_head"), get("n_inner") or 4 * d,
+                          get("resid_pdrop", 0.1), get("n_positions"), positions="learned", activation="gelu_tanh",
+                          norm_eps=get("layer_norm_epsilon", 1e-5), scale_embeddings=False))
+    s = lambda name: state[prefix + name]
+    ours = {"embed.embedding.weight": s("wte.weight"), "lm_head.weight": s("wte.weight"),
+            "positions.embedding.weight": s("wpe.weight"), "norm.weight": s("ln_f.weight"), "norm.bias": s("ln_f.bias")}
+    if "lm_head.weight" in state and not torch.equal(state["lm_head.weight"], s("wte.weight")):
+        raise ValueError("source: lm_head.weight differs from wte.weight; GPT-2's head is tied to its embedding")
+    for i in range(get("n_layer")):
+        h, o = f"h.{i}.", f"layers.{i}."
+        weights = s(h + "attn.c_attn.weight").T.chunk(3, 0)  # Conv1D keeps (in, out): (3d, d) once transposed
+        for name, w, b in zip(("w_q", "w_k", "w_v"), weights, s(h + "attn.c_attn.bias").chunk(3)):
+            ours[o + f"self_attn.{name}.weight"], ours[o + f"self_attn.{name}.bias"] = w, b
+        for theirs, mine in (("attn.c_proj", "self_attn.w_o"), ("mlp.c_fc", "feed_forward.w_1"),
+                             ("mlp.c_proj", "feed_forward.w_2")):
+            ours[o + mine + ".weight"], ours[o + mine + ".bias"] = s(h + theirs + ".weight").T, s(h + theirs + ".bias")
+        for theirs, mine in (("ln_1", "sublayers.0.norm"), ("ln_2", "sublayers.1.norm")):
+            for p in ("weight", "bias"):
+                ours[o + mine + "." + p] = s(h + theirs + "." + p)
+    model.load_state_dict({k: v.detach().clone() for k, v in ours.items()})
+    return model.eval()

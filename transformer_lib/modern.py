@@ -17,6 +17,7 @@ __all__ = [
     'MODERN_SIZES',
     'one_change_variants',
     'cache_bytes_per_token',
+    'from_llama',
 ]
 
 # %% notebooks/11_modern.ipynb cell 2
@@ -28,8 +29,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from transformer_lib.checks.core import check_instance, check_int, check_ints, check_last_dim, check_probability
-from transformer_lib.checks.gpt import check_gpt_tokens
-from transformer_lib.checks.modern import check_block_config, check_gqa, check_head_rows, check_rope, check_rope_input
+from transformer_lib.checks.gpt import check_gpt_tokens, hf_source
+from transformer_lib.checks.modern import (check_block_config, check_gqa, check_head_rows, check_llama_config, check_rope,
+                                           check_rope_input)
 from transformer_lib.blocks import LayerNorm
 from transformer_lib.embeddings import TokenEmbedding, sinusoidal_table
 from transformer_lib.gpt import GPT
@@ -185,6 +187,12 @@ class BlockConfig:
     positions: str = "sinusoidal"  # "sinusoidal" (added to the input) or "rope" (queries and keys rotated)
     n_kv_heads: int | None = None  # None: n_heads; fewer: grouped-query attention; 1: multi-query
     bias: bool = True
+    # What a Llama checkpoint sets otherwise (section 7); the defaults are this chapter's model.
+    d_hidden: int | None = None  # SwiGLU's hidden size; None: 2/3 d_ff
+    rope_base: float = 10000.0  # RoPE's base (Llama 2: 10,000; Llama 3: 500,000)
+    norm_eps: float = 1e-6  # the norms' epsilon
+    scale_embeddings: bool = True  # token vectors times sqrt(d_model), as chapter 1's; Llama does not scale
+    tie_head: bool = True  # the output projection shares the embedding's table (Llama's does not)
 
     def __post_init__(self):
         check_block_config(self)
@@ -199,10 +207,11 @@ class Block(nn.Module):
     def __init__(self, c: BlockConfig):
         super().__init__()
         check_instance("config", c, BlockConfig)
-        self.norm_1, self.norm_2 = (LayerNorm(c.d_model) if c.norm == "layer" else RMSNorm(c.d_model) for _ in range(2))
+        self.norm_1, self.norm_2 = (LayerNorm(c.d_model, c.norm_eps) if c.norm == "layer" else RMSNorm(c.d_model, c.norm_eps)
+                                    for _ in range(2))
         self.attn = Attention(c.d_model, c.n_heads, c.n_kv_heads, c.dropout, c.bias)
         self.ffn = (FeedForward(c.d_model, c.d_ff, c.dropout, c.bias) if c.ffn == "relu"
-                    else SwiGLU(c.d_model, 2 * c.d_ff // 3, c.dropout, c.bias))
+                    else SwiGLU(c.d_model, c.d_hidden or 2 * c.d_ff // 3, c.dropout, c.bias))
         self.dropout = nn.Dropout(c.dropout)
 
     def forward(self, x: torch.Tensor, angles=None, past=None):
@@ -226,14 +235,15 @@ class ModernGPT(nn.Module):
         self.config = c
         self.embed = TokenEmbedding(c.vocab_size, c.d_model)
         if c.positions == "rope":
-            self.register_buffer("angles", rope_angles(c.context, c.d_model // c.n_heads), persistent=False)
+            self.register_buffer("angles", rope_angles(c.context, c.d_model // c.n_heads, c.rope_base), persistent=False)
         else:
             self.register_buffer("pe", sinusoidal_table(c.context, c.d_model), persistent=False)  # (context, d_model)
         self.dropout = nn.Dropout(c.dropout)
         self.layers = nn.ModuleList(Block(c) for _ in range(c.n_layers))
-        self.norm = LayerNorm(c.d_model) if c.norm == "layer" else RMSNorm(c.d_model)
+        self.norm = LayerNorm(c.d_model, c.norm_eps) if c.norm == "layer" else RMSNorm(c.d_model, c.norm_eps)
         self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)
-        self.lm_head.weight = self.embed.embedding.weight  # tied, as in chapter 10
+        if c.tie_head:
+            self.lm_head.weight = self.embed.embedding.weight  # tied, as in chapter 10
         if not c.bias:
             for norm in self.modules():
                 if isinstance(norm, LayerNorm):
@@ -242,7 +252,7 @@ class ModernGPT(nn.Module):
     def forward(self, tokens: torch.Tensor, cache: list | None = None) -> torch.Tensor:
         t = 0 if not cache or cache[0] is None else cache[0][0].size(2)  # tokens already read
         check_gpt_tokens(tokens, self.config, already=t)
-        x = self.embed(tokens)  # (B, T, d_model)
+        x = self.embed(tokens) if self.config.scale_embeddings else self.embed.embedding(tokens)  # (B, T, d_model)
         if self.config.positions == "sinusoidal":
             x = x + self.pe[t : t + tokens.size(1)]
         x = self.dropout(x)
@@ -257,7 +267,11 @@ def from_gpt(gpt) -> ModernGPT:
     """Chapter 10's GPT as a ModernGPT with the 2017 switches, the same weights."""
     check_instance("gpt", gpt, GPT, " (chapter 10's model)")
     c = gpt.config
-    model = ModernGPT(BlockConfig(c.vocab_size, c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.context))
+    if c.positions != "sinusoidal" or c.activation != "relu":
+        raise ValueError(f"gpt: positions={c.positions!r}, activation={c.activation!r}; BlockConfig has switches for "
+                         "the 2017 block's sinusoids and ReLU only")
+    model = ModernGPT(BlockConfig(c.vocab_size, c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.context,
+                                  norm_eps=c.norm_eps, scale_embeddings=c.scale_embeddings))
     names = {"self_attn": "attn", "feed_forward": "ffn", "sublayers.0.norm": "norm_1", "sublayers.1.norm": "norm_2"}
     state = {}
     for name, tensor in gpt.state_dict().items():
@@ -297,3 +311,35 @@ def cache_bytes_per_token(model: ModernGPT, tokens: int = 32) -> float:
     cache = [None] * len(model.layers)
     model.eval()(torch.zeros(1, tokens, dtype=torch.long), cache)
     return sum(t.numel() * t.element_size() for kv in cache for t in kv) / tokens
+
+
+# %% notebooks/11_modern.ipynb cell 35
+def from_llama(source, config=None) -> ModernGPT:
+    """A ModernGPT holding the weights of a Hugging Face LlamaForCausalLM, or of its state dict with its config (the
+    config object or its to_dict()); in eval mode. Needs no transformers itself: it reads tensors and fields."""
+    state, get = hf_source(source, config, "LlamaForCausalLM")
+    check_llama_config(get, state)
+    h = get("num_attention_heads")
+    g = get("num_key_value_heads", h)
+    rope = get("rope_parameters") or {}
+    model = ModernGPT(BlockConfig(
+        get("vocab_size"), get("num_hidden_layers"), get("hidden_size"), h, get("intermediate_size"),
+        get("attention_dropout", 0.0), get("max_position_embeddings"), "rms", "swiglu", "rope", g, False,
+        d_hidden=get("intermediate_size"), rope_base=float(rope.get("rope_theta") or get("rope_theta", 10000.0)),
+        norm_eps=get("rms_norm_eps", 1e-6), scale_embeddings=False, tie_head=bool(get("tie_word_embeddings", False))))
+    names = {"input_layernorm": "norm_1", "post_attention_layernorm": "norm_2", "self_attn.q_proj": "attn.w_q",
+             "self_attn.k_proj": "attn.w_k", "self_attn.v_proj": "attn.w_v", "self_attn.o_proj": "attn.w_o",
+             "mlp.gate_proj": "ffn.w_1", "mlp.up_proj": "ffn.w_3", "mlp.down_proj": "ffn.w_2"}
+    ours = {"embed.embedding.weight": state["model.embed_tokens.weight"], "norm.weight": state["model.norm.weight"],
+            "lm_head.weight": state.get("lm_head.weight", state["model.embed_tokens.weight"])}
+    for i in range(model.config.n_layers):
+        for theirs, mine in names.items():
+            key = f"model.layers.{i}.{theirs}.weight"
+            if key not in state:
+                raise KeyError(f"source: no tensor {key!r}; is it a LlamaForCausalLM's state dict?")
+            w = state[key]
+            if theirs in ("self_attn.q_proj", "self_attn.k_proj"):  # the half-split layout, reordered into pairs
+                w = pairs_from_halves(w, h if theirs == "self_attn.q_proj" else g)
+            ours[f"layers.{i}.{mine}.weight"] = w
+    model.load_state_dict({k: v.detach().clone() for k, v in ours.items()})
+    return model.eval()

@@ -5,11 +5,12 @@ GPTConfig, token batches against the context, sampling's options and generate's 
 """
 from __future__ import annotations
 
-from transformer_lib.checks.core import check_int, check_ints, check_number, check_token_batch, check_token_ids
+from transformer_lib.checks.core import (check_int, check_ints, check_number, check_positive, check_token_batch,
+                                         check_token_ids)
 from transformer_lib.checks.attention import check_heads
 
-__all__ = ["check_gpt_config", "check_gpt_tokens", "check_sampling", "check_generate", "check_logits",
-           "check_cache_batch"]
+__all__ = ["check_gpt_config", "check_gpt_options", "check_norm_options", "check_gpt_tokens", "check_sampling",
+           "check_generate", "check_logits", "check_cache_batch", "hf_source", "check_gpt2_config"]
 
 
 def check_gpt_config(config) -> None:
@@ -17,6 +18,76 @@ def check_gpt_config(config) -> None:
     check_ints(vocab_size=config.vocab_size, n_layers=config.n_layers, d_model=config.d_model, d_ff=config.d_ff,
                context=config.context)
     check_heads(config.d_model, config.n_heads, config.dropout)
+
+
+def check_norm_options(config) -> None:
+    """The options both configs share for loading other models' weights: norm_eps > 0, scale_embeddings a bool."""
+    check_positive("norm_eps", config.norm_eps)
+    if not isinstance(config.scale_embeddings, bool):
+        raise TypeError(f"scale_embeddings must be True or False, got {config.scale_embeddings!r}")
+
+
+def check_gpt_options(config) -> None:
+    """GPTConfig's options for GPT-2: positions, activation, norm_eps, scale_embeddings."""
+    for name, allowed in (("positions", ("sinusoidal", "learned")), ("activation", ("relu", "gelu_tanh"))):
+        if getattr(config, name) not in allowed:
+            raise ValueError(f"{name} must be one of {allowed}, got {getattr(config, name)!r}")
+    check_norm_options(config)
+
+
+def hf_source(source, config, model_class: str):
+    """from_gpt2's and from_llama's source: a Hugging Face model (its state dict and config are read from it), or a
+    state dict with its config (the config object or its to_dict()). Returns (state dict, get(name, default))."""
+    import torch
+
+    if isinstance(source, torch.nn.Module):
+        if config is None:
+            config = getattr(source, "config", None)
+        if config is None:
+            raise ValueError(f"source is a {type(source).__name__} without a .config; pass config= too (a "
+                             f"{model_class}'s config)")
+        state = source.state_dict()
+    elif isinstance(source, dict):
+        if config is None:
+            raise ValueError(f"config is needed with a state dict as source: the {model_class}'s config "
+                             "(model.config, or its to_dict())")
+        state = source
+    else:
+        raise TypeError(f"source must be a {model_class} or its state dict, got {type(source).__name__}")
+    if not isinstance(config, dict) and not hasattr(config, "to_dict"):
+        raise TypeError(f"config must be a transformers config or a dict, got {type(config).__name__}")
+    if not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise TypeError("source: a state dict maps names to tensors")
+    fields = config if isinstance(config, dict) else config.to_dict()
+    return state, lambda name, default=None: fields.get(name, default) if fields.get(name) is not None else default
+
+
+def _need(state, names, model_class: str) -> None:
+    missing = [n for n in names if n not in state]
+    if missing:
+        raise KeyError(f"source: no tensor {missing[0]!r} ({len(missing)} missing); is it a {model_class}'s state dict?")
+
+
+def check_gpt2_config(get, state, prefix: str) -> None:
+    """A GPT-2 configuration this book's GPT computes exactly: GELU in its tanh form, 1/sqrt(d_k) scaling, tied head."""
+    if get("model_type", "gpt2") != "gpt2":
+        raise ValueError(f"config: model_type={get('model_type')!r}; from_gpt2 reads GPT-2 (model_type 'gpt2')")
+    act = get("activation_function")
+    if act not in ("gelu_new", "gelu_pytorch_tanh"):
+        raise ValueError(f"config: activation_function={act!r}; GPT loads GPT-2's tanh GELU (gelu_new or "
+                         "gelu_pytorch_tanh) only")
+    if not get("scale_attn_weights", True) or get("scale_attn_by_inverse_layer_idx", False):
+        raise ValueError("config: attention scaled other than by 1/sqrt(d_k) (scale_attn_weights=False or "
+                         "scale_attn_by_inverse_layer_idx=True) is not GPT-2's and not supported")
+    if not get("tie_word_embeddings", True):
+        raise ValueError("config: tie_word_embeddings=False; GPT's head is tied to its embedding, as GPT-2's")
+    for name in ("vocab_size", "n_layer", "n_embd", "n_head", "n_positions"):
+        if not isinstance(get(name), int):
+            raise ValueError(f"config: {name}={get(name)!r} is not GPT-2's (a positive int)")
+    layer = [f"h.{i}.{m}.{p}" for i in range(get("n_layer")) for m in ("ln_1", "attn.c_attn", "attn.c_proj", "ln_2",
+                                                                       "mlp.c_fc", "mlp.c_proj") for p in ("weight", "bias")]
+    _need(state, [prefix + n for n in ["wte.weight", "wpe.weight", "ln_f.weight", "ln_f.bias", *layer]],
+          "GPT2LMHeadModel")
 
 
 def check_gpt_tokens(tokens, config, already: int = 0) -> None:

@@ -9,9 +9,9 @@ import torch
 
 from transformer_lib.checks.core import _shape, check_int, check_ints, check_number
 from transformer_lib.checks.attention import check_heads
-from transformer_lib.checks.gpt import check_gpt_config
+from transformer_lib.checks.gpt import _need, check_gpt_config, check_norm_options
 
-__all__ = ["check_rope", "check_rope_input", "check_head_rows", "check_gqa", "check_block_config"]
+__all__ = ["check_rope", "check_rope_input", "check_head_rows", "check_gqa", "check_block_config", "check_llama_config"]
 
 
 def check_rope(context, d_k, base=10000.0) -> None:
@@ -69,4 +69,34 @@ def check_block_config(config) -> None:
     if not isinstance(config.bias, bool):
         raise TypeError(f"bias must be True or False, got {config.bias!r}")
     if config.positions == "rope":
-        check_rope(config.context, config.d_model // config.n_heads)
+        check_rope(config.context, config.d_model // config.n_heads, config.rope_base)
+    if config.d_hidden is not None:
+        check_int("d_hidden", config.d_hidden)
+    check_norm_options(config)
+    if not isinstance(config.tie_head, bool):
+        raise TypeError(f"tie_head must be True or False, got {config.tie_head!r}")
+
+
+def check_llama_config(get, state) -> None:
+    """A Llama configuration ModernGPT computes exactly: SiLU gate, no biases, plain RoPE, d_k = d_model / n_heads."""
+    if get("model_type", "llama") != "llama":
+        raise ValueError(f"config: model_type={get('model_type')!r}; from_llama reads Llama (model_type 'llama')")
+    if get("hidden_act") != "silu":
+        raise ValueError(f"config: hidden_act={get('hidden_act')!r}; ModernGPT's SwiGLU gates with silu, as Llama's")
+    if get("attention_bias", False) or get("mlp_bias", False):
+        raise ValueError("config: attention_bias or mlp_bias is set; a Llama has no biases, and from_llama loads none")
+    for name in ("vocab_size", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
+                 "max_position_embeddings"):
+        if not isinstance(get(name), int):
+            raise ValueError(f"config: {name}={get(name)!r} is not a Llama's (a positive int)")
+    rope = get("rope_parameters") or get("rope_scaling") or {}
+    if rope.get("rope_type", rope.get("type", "default")) != "default":
+        raise ValueError(f"config: rope type {rope.get('rope_type', rope.get('type'))!r}; ModernGPT's RoPE has no "
+                         "scaling (rope_type 'default' only)")
+    d, h = get("hidden_size"), get("num_attention_heads")
+    if get("head_dim", d // h) * h != d:
+        raise ValueError(f"config: head_dim={get('head_dim')} times num_attention_heads={h} is not hidden_size={d}; "
+                         "ModernGPT's heads split d_model")
+    if get("pretraining_tp", 1) != 1:
+        raise ValueError("config: pretraining_tp != 1 splits the projections; load a model saved with 1")
+    _need(state, ["model.embed_tokens.weight", "model.norm.weight"], "LlamaForCausalLM")

@@ -1,0 +1,147 @@
+"""The book on a GPU. has_bf16's rule (hardware bfloat16 only) runs everywhere, on a faked device; the tests marked
+`cuda` run wherever CUDA is present and are skipped, saying so, where it is not: GPT-2's and Llama's proofs in float32
+and bfloat16, a training step, the key/value caches and beam search, each against the same work on the CPU.
+"""
+import pytest
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+
+from transformer_lib import fast
+from transformer_lib.attention import padding_mask
+from transformer_lib.decoding import beam_search
+from transformer_lib.gpt import GPT, GPTConfig, from_gpt2, generate, lm_loss
+from transformer_lib.model import make_model
+from transformer_lib.modern import BlockConfig, ModernGPT, from_llama
+from transformer_lib.training import make_optimizer
+
+CUDA = torch.device("cuda")
+
+
+@pytest.mark.parametrize("capability, expected", [((7, 5), False), ((8, 0), True), ((9, 0), True), ((6, 1), False)])
+def test_has_bf16_on_cuda_means_hardware_bfloat16_not_emulation(monkeypatch, capability, expected):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)  # what torch says on a T4 too
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
+    assert fast.has_bf16("cuda") is expected
+
+
+def test_has_bf16_is_false_on_a_machine_without_cuda(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    assert fast.has_bf16(torch.device("cuda")) is False  # a torch.device is taken as given: the rule still says no
+    assert fast.has_bf16("meta") is False
+    with pytest.raises(ValueError, match="device='cuda'"):
+        fast.has_bf16("cuda")  # a name is checked against the machine first
+
+
+def random_pair(kind: str, seed: int = 0):
+    """A random tiny transformers model (weights drawn afresh, so that every one counts) and ours converted from it."""
+    torch.manual_seed(seed)
+    if kind == "gpt2":
+        theirs = GPT2LMHeadModel(GPT2Config(vocab_size=61, n_positions=24, n_embd=32, n_layer=2, n_head=4,
+                                            bos_token_id=None, eos_token_id=None))
+    else:
+        theirs = LlamaForCausalLM(LlamaConfig(vocab_size=61, hidden_size=32, intermediate_size=40, num_hidden_layers=2,
+                                              num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=24,
+                                              bos_token_id=None, eos_token_id=None, pad_token_id=None))
+    with torch.no_grad():
+        for p in theirs.parameters():
+            p.normal_(0, 0.3 if kind == "gpt2" else 0.2)
+    theirs.eval()
+    return theirs, from_gpt2(theirs) if kind == "gpt2" else from_llama(theirs)
+
+
+def conversion_gap(kind: str, device, dtype) -> tuple[float, float]:
+    """(the largest difference between our logits and transformers', the spread of theirs), both on device in dtype."""
+    theirs, ours = random_pair(kind)
+    theirs, ours = theirs.to(device, dtype), ours.to(device, dtype)
+    tokens = torch.randint(0, 61, (3, 24), generator=torch.Generator().manual_seed(1)).to(device)
+    with torch.no_grad():
+        reference = theirs(tokens).logits.float()
+        return (ours(tokens).float() - reference).abs().max().item(), reference.std().item()
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("kind", ["gpt2", "llama"])
+def test_the_conversion_proofs_hold_on_cuda_in_float32(kind):
+    gap, _ = conversion_gap(kind, CUDA, torch.float32)
+    assert gap < 1e-4, gap  # 1e-5 on the CPU; a GPU's kernels sum in other orders
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("kind", ["gpt2", "llama"])
+def test_the_conversion_proofs_hold_on_cuda_in_bfloat16(kind):
+    if not fast.has_bf16(CUDA):
+        pytest.skip("this GPU has no hardware bfloat16 (compute capability below 8.0)")
+    gap, spread = conversion_gap(kind, CUDA, torch.bfloat16)
+    assert gap < 0.05 * spread + 0.05, (gap, spread)  # bfloat16 keeps 8 bits of mantissa: two roundings apart
+
+
+def training_step(device) -> dict:
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=40, n_layers=2, d_model=32, n_heads=4, d_ff=64, dropout=0.0, context=16))
+    model.to(device).train()
+    optimizer, scheduler = make_optimizer(model, 32, warmup=10)
+    tokens = torch.randint(1, 40, (4, 16), generator=torch.Generator().manual_seed(1)).to(device)
+    loss = lm_loss(model(tokens[:, :-1]), tokens[:, 1:], pad_idx=0)
+    loss.backward()
+    optimizer.step()
+    scheduler.step()
+    return {name: p.detach().cpu() for name, p in model.named_parameters()} | {"loss": loss.detach().cpu()}
+
+
+@pytest.mark.cuda
+def test_a_training_step_on_cuda_matches_the_cpus():
+    on_gpu, on_cpu = training_step(CUDA), training_step("cpu")
+    assert torch.isfinite(on_gpu["loss"])
+    for name, value in on_cpu.items():
+        assert torch.allclose(on_gpu[name], value, atol=1e-4), name
+
+
+def cached_and_recomputed(device) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Greedy tokens with each key/value cache and by recomputing the prefix: chapter 10's GPT and chapter 11's block."""
+    torch.manual_seed(0)
+    gpt = GPT(GPTConfig(vocab_size=40, n_layers=2, d_model=32, n_heads=4, d_ff=64, context=24)).to(device).eval()
+    modern = ModernGPT(BlockConfig(40, 2, 32, 4, 64, 0.0, 24, "rms", "swiglu", "rope", 2, False)).to(device).eval()
+    prompt, pairs = torch.randint(0, 40, (3, 4)).to(device), []
+    with torch.no_grad():
+        for model in (gpt, modern):
+            full = prompt
+            for _ in range(12):
+                full = torch.cat([full, model(full)[:, -1:].argmax(-1)], 1)
+            if model is gpt:
+                cached = generate(gpt, prompt, 12, greedy=True)
+            else:
+                cache, out = [None] * 2, []
+                logits = modern(prompt, cache)
+                for _ in range(12):
+                    out.append(logits[:, -1:].argmax(-1))
+                    logits = modern(out[-1], cache)
+                cached = torch.cat(out, 1)
+            pairs.append((cached, full[:, 4:]))
+    return pairs
+
+
+@pytest.mark.cuda
+def test_the_key_value_caches_on_cuda_give_the_recomputed_tokens():
+    for cached, recomputed in cached_and_recomputed(CUDA):
+        assert cached.device.type == "cuda" and torch.equal(cached, recomputed)
+
+
+def beams(device) -> tuple[list, list]:
+    """Chapter 7's beam search and chapter 9's FastBeamSearch in float32 on a small translator."""
+    torch.manual_seed(0)
+    model = make_model(50, 50, n_layers=2, d_model=32, d_ff=64, n_heads=4, pad_idx=1).to(device).eval()
+    src = torch.randint(4, 50, (3, 7), generator=torch.Generator().manual_seed(1))
+    src[1, 5:] = 1
+    src = src.to(device)
+    mask = padding_mask(src, 1)
+    return (beam_search(model, src, mask, 10, 2, 3, beam_size=3),
+            fast.FastBeamSearch(model, torch.float32)(src, mask, 10, 2, 3, 3))
+
+
+@pytest.mark.cuda
+def test_beam_search_on_cuda_finds_what_it_finds_on_the_cpu():
+    on_gpu, on_cpu = beams(CUDA), beams("cpu")
+    assert on_gpu[0] == on_cpu[0] and on_gpu[1] == on_gpu[0]
+    assert max(map(len, on_cpu[0])) > 2  # searched, not ended at once
