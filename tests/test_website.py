@@ -237,12 +237,16 @@ def _plot_cell(cell_id="c1"):
 def test_a_small_book_builds_and_a_figure_without_alt_text_is_refused_naming_its_cell(tmp_path):
     book = _small_book(tmp_path, [nbformat.v4.new_markdown_cell("# Chapter 1: X"), _plot_cell()])
     pages = build_site(book, tmp_path / "site", log=lambda *_: None)
-    assert [p.kind for p in pages] == ["home", "chapter", "solution", "licence"]
+    assert [p.kind for p in pages] == ["home", "chapter", "solution", "licence"] and pages[1].figures == 1
     soup = BeautifulSoup((tmp_path / "site" / "notebooks" / "01_x.html").read_text(encoding="utf-8"), "html.parser")
     assert soup.select_one("img.tb-figure")["alt"] == "A line plot of the loss falling"
     (tmp_path / "notebooks" / "alt_text.yml").write_text("notebooks/01_x.ipynb: {}\n", encoding="utf-8")
     with pytest.raises(SiteError, match=r"notebooks/01_x.ipynb cell 1 \(id c1\): figure 1 has no alt text; add it "
                                         r"under notebooks/01_x.ipynb: 'c1' in notebooks/alt_text.yml"):
+        build_site(book, tmp_path / "site", log=lambda *_: None)
+    (tmp_path / "notebooks" / "alt_text.yml").write_text("notebooks/01_x.ipynb:\n  'c1': [A plot]\n  'gone': [Old]\n",
+                                                        encoding="utf-8")
+    with pytest.raises(SiteError, match=r"alt_text.yml: notebooks/01_x.ipynb has no cell 'gone'"):
         build_site(book, tmp_path / "site", log=lambda *_: None)
 
 

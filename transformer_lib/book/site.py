@@ -53,6 +53,7 @@ class Page:
     html: str  # the built page, relative to the site's root, e.g. notebooks/01_embeddings.html
     title: str
     kind: str  # "home", "chapter", "solution", "doc" or "licence"
+    figures: int = 0  # figures the chapter's code drew (plots and charts), each shown with its alt text
 
 
 # ------------------------------------------------------------------------------------------------ links
@@ -148,6 +149,10 @@ def _chapter(nb, where: str, alt: dict, static: Path, pages: dict[str, str], rep
                 raise SiteError(f"{ALT_TEXT_FILE}: {where} '{cell.get('id')}' has {len(texts)} alt texts for "
                                 f"{n} figures")
         cells.append(cell)
+    unknown = sorted(set(alt) - {cell.get("id") for cell in nb.cells})
+    if unknown:
+        raise SiteError(f"{ALT_TEXT_FILE}: {where} has no cell {', '.join(map(repr, unknown))}; remove its alt text "
+                        "or give it the id of the cell that draws the figure")
     nb.cells = cells
     return nb, figures
 
@@ -218,15 +223,13 @@ def assemble(book, src: Path) -> list[Page]:
     readme = (book.root / "README.md").read_text(encoding="utf-8")
     write("index.md", _markdown(readme, "README.md", pages_of, repo_url), "home", book.title)
 
-    figures = 0
     for number, chapter in enumerate(book.chapters, 1):
-        nb, n = _chapter(_read_notebook(book.root / chapter.file, chapter.file), chapter.file,
-                         alt.get(chapter.file, {}), static, pages_of, repo_url)
-        figures += n
+        nb, figures = _chapter(_read_notebook(book.root / chapter.file, chapter.file), chapter.file,
+                               alt.get(chapter.file, {}), static, pages_of, repo_url)
         (src / chapter.file).parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, src / chapter.file)
         pages.append(Page(chapter.file, str(Path(chapter.file).with_suffix(".html")), f"{number}. {chapter.title}",
-                          "chapter"))
+                          "chapter", figures))
 
     solution_rows = []
     for number, chapter in enumerate(book.chapters, 1):
@@ -255,7 +258,6 @@ def assemble(book, src: Path) -> list[Page]:
     write("license.md", "# Licence\n\n```text\n" + licence.strip("\n") + "\n```\n", "licence", "Licence")
 
     _write_config(book, src, pages, repo)
-    (src / ".figures").write_text(str(figures))
     return pages
 
 
@@ -340,7 +342,7 @@ def build_site(book, out: Path, log=print) -> list[Page]:
     with tempfile.TemporaryDirectory(prefix="transformer-book-site.") as tmp:
         src = Path(tmp) / "book"
         pages = assemble(book, src)
-        figures = int((src / ".figures").read_text())
+        figures = sum(p.figures for p in pages)
         env = {**os.environ, "PYTHONWARNINGS": "ignore::DeprecationWarning"}
         _run([sys.executable, "-c", "from jupyter_book.cli.main import main; main()", "config", "sphinx", str(src)],
              env, "Jupyter Book could not write the Sphinx configuration")
