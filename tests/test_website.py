@@ -251,7 +251,8 @@ def test_a_small_book_builds_and_a_figure_without_alt_text_is_refused_naming_its
 
 
 def test_an_image_from_outside_the_site_and_a_broken_link_are_refused(tmp_path):
-    book = _small_book(tmp_path, [nbformat.v4.new_markdown_cell("# X\n\n![a cat](https://example.org/cat.png)")])
+    book = _small_book(tmp_path, [nbformat.v4.new_markdown_cell("# X\n\n![a cat](https://example.org/cat.png)")],
+                       alt="{}\n")
     with pytest.raises(SiteError, match=r"notebooks/01_x.ipynb: an image from https://example.org/cat.png"):
         build_site(book, tmp_path / "site", log=lambda *_: None)
     nb = nbformat.read(tmp_path / "notebooks" / "01_x.ipynb", as_version=4)
