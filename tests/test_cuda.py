@@ -2,6 +2,8 @@
 `cuda` run wherever CUDA is present and are skipped, saying so, where it is not: GPT-2's and Llama's proofs in float32
 and bfloat16, a training step, the key/value caches and beam search, each against the same work on the CPU.
 """
+import dataclasses
+
 import pytest
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
@@ -34,8 +36,14 @@ def test_has_bf16_is_false_on_a_machine_without_cuda(monkeypatch):
         fast.has_bf16("cuda")  # a name is checked against the machine first
 
 
+def is_norm_gain(name: str) -> bool:
+    module = name.rsplit(".", 1)[0].split(".")[-1]
+    return name.endswith("weight") and (module.startswith("ln_") or "norm" in module)
+
+
 def random_pair(kind: str, seed: int = 0):
-    """A random tiny transformers model (weights drawn afresh, so that every one counts) and ours converted from it."""
+    """A random tiny transformers model and ours converted from it. Weights drawn afresh, so that every one counts:
+    norm gains from 1 + N(0, std^2), where they start, every other tensor from N(0, std^2)."""
     torch.manual_seed(seed)
     if kind == "gpt2":
         theirs = GPT2LMHeadModel(GPT2Config(vocab_size=61, n_positions=24, n_embd=32, n_layer=2, n_head=4,
@@ -43,29 +51,92 @@ def random_pair(kind: str, seed: int = 0):
     else:
         theirs = LlamaForCausalLM(LlamaConfig(vocab_size=61, hidden_size=32, intermediate_size=40, num_hidden_layers=2,
                                               num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=24,
-                                              bos_token_id=None, eos_token_id=None, pad_token_id=None))
+                                              rope_theta=500000.0, rms_norm_eps=1e-5, bos_token_id=None,
+                                              eos_token_id=None, pad_token_id=None))
     with torch.no_grad():
-        for p in theirs.parameters():
+        for name, p in theirs.named_parameters():
             p.normal_(0, 0.3 if kind == "gpt2" else 0.2)
+            if is_norm_gain(name):
+                p.add_(1.0)
     theirs.eval()
     return theirs, from_gpt2(theirs) if kind == "gpt2" else from_llama(theirs)
 
 
-def conversion_gap(kind: str, device, dtype) -> tuple[float, float]:
-    """(the largest difference between our logits and transformers', the spread of theirs), both on device in dtype."""
+def misconverted(kind: str, theirs, ours, mistake: str):
+    """ours built with one mistake a converter could make, so that a test can ask whether its tolerance would see it."""
+    if mistake == "norm_eps":  # the book's default 1e-6 instead of the checkpoint's 1e-5
+        config = dataclasses.replace(ours.config, norm_eps=1e-6)
+    elif mistake == "scale_embeddings":  # token vectors multiplied by sqrt(d_model), as the book's own models do
+        config = dataclasses.replace(ours.config, scale_embeddings=True)
+    elif mistake == "rope_base":  # the common default 10,000 instead of the checkpoint's 500,000
+        config = dataclasses.replace(ours.config, rope_base=10000.0)
+    else:
+        config = ours.config
+    wrong = (GPT if kind == "gpt2" else ModernGPT)(config).eval()
+    wrong.load_state_dict(ours.state_dict())
+    if mistake == "no pairs_from_halves":  # the query and key projections as transformers stores them
+        with torch.no_grad():
+            for mine, layer in zip(wrong.layers, theirs.model.layers):
+                mine.attn.w_q.weight.copy_(layer.self_attn.q_proj.weight)
+                mine.attn.w_k.weight.copy_(layer.self_attn.k_proj.weight)
+    return wrong
+
+
+MISTAKES = {"gpt2": ["scale_embeddings", "norm_eps"], "llama": ["no pairs_from_halves", "rope_base", "norm_eps"]}
+FLOAT32_TOLERANCE = 5e-5  # 1e-5 on the CPU's own proofs; a GPU's kernels sum in other orders
+
+
+def bfloat16_tolerance(spread: float) -> float:
+    """bfloat16 keeps 8 bits of mantissa: two models rounding in different places drift apart by about a tenth of the
+    logits' standard deviation (spread) here, so the tolerance is 0.15 of it, plus 0.05."""
+    return 0.15 * spread + 0.05
+
+
+def mistakes_for(kind: str, dtype) -> list[str]:
+    """The mistakes a check in dtype can tell apart. In bfloat16 the norms' mean square keeps 8 bits, far too few to
+    tell an epsilon of 1e-5 from 1e-6, so that mistake is looked for in float32 only."""
+    return [m for m in MISTAKES[kind] if dtype == torch.float32 or m != "norm_eps"]
+
+
+def check_conversion(kind: str, device, dtype, tolerance: float | None = None) -> dict:
+    """Our converted model against transformers' on device in dtype: the largest logit gap must be under the
+    tolerance (for bfloat16, bfloat16_tolerance of the logits' standard deviation), each of mistakes_for(kind, dtype)
+    must give a gap at least 5 times the tolerance, so that the tolerance could not pass it, and in float32 the most
+    probable next token must be transformers' at every position. Returns the gaps, by name."""
     theirs, ours = random_pair(kind)
-    theirs, ours = theirs.to(device, dtype), ours.to(device, dtype)
+    wrongs = {m: misconverted(kind, theirs, ours, m) for m in mistakes_for(kind, dtype)}
     tokens = torch.randint(0, 61, (3, 24), generator=torch.Generator().manual_seed(1)).to(device)
     with torch.no_grad():
-        reference = theirs(tokens).logits.float()
-        return (ours(tokens).float() - reference).abs().max().item(), reference.std().item()
+        reference = theirs.to(device, dtype)(tokens).logits.float()
+        logits = {name: model.to(device, dtype)(tokens).float() for name, model in [("ours", ours), *wrongs.items()]}
+    gaps = {name: (x - reference).abs().max().item() for name, x in logits.items()}
+    spread = reference.std().item()
+    if tolerance is None:
+        tolerance = FLOAT32_TOLERANCE if dtype == torch.float32 else bfloat16_tolerance(spread)
+    assert gaps["ours"] < tolerance, (gaps, tolerance)
+    for mistake in wrongs:
+        assert gaps[mistake] > 5 * tolerance, f"the tolerance would not catch {mistake}: {gaps}, {tolerance}"
+    if dtype == torch.float32:
+        assert torch.equal(logits["ours"].argmax(-1), reference.argmax(-1))
+    if "no pairs_from_halves" in wrongs:
+        assert not torch.equal(logits["no pairs_from_halves"].argmax(-1), reference.argmax(-1))
+    return gaps | {"spread": spread, "tolerance": tolerance}
+
+
+@pytest.mark.parametrize("kind", ["gpt2", "llama"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_the_conversion_check_holds_on_the_cpu_and_its_tolerances_would_catch_each_mistake(kind, dtype):
+    """The CUDA tests' check, run here: the converted model passes, and each mistake fails by a wide margin."""
+    gaps = check_conversion(kind, "cpu", dtype)
+    loosest = min(gaps[m] for m in mistakes_for(kind, dtype))
+    with pytest.raises(AssertionError, match="would not catch"):  # a tolerance as loose as a mistake is refused
+        check_conversion(kind, "cpu", dtype, tolerance=loosest)
 
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("kind", ["gpt2", "llama"])
 def test_the_conversion_proofs_hold_on_cuda_in_float32(kind):
-    gap, _ = conversion_gap(kind, CUDA, torch.float32)
-    assert gap < 1e-4, gap  # 1e-5 on the CPU; a GPU's kernels sum in other orders
+    check_conversion(kind, CUDA, torch.float32)
 
 
 @pytest.mark.cuda
@@ -73,8 +144,7 @@ def test_the_conversion_proofs_hold_on_cuda_in_float32(kind):
 def test_the_conversion_proofs_hold_on_cuda_in_bfloat16(kind):
     if not fast.has_bf16(CUDA):
         pytest.skip("this GPU has no hardware bfloat16 (compute capability below 8.0)")
-    gap, spread = conversion_gap(kind, CUDA, torch.bfloat16)
-    assert gap < 0.05 * spread + 0.05, (gap, spread)  # bfloat16 keeps 8 bits of mantissa: two roundings apart
+    check_conversion(kind, CUDA, torch.bfloat16)
 
 
 def training_step(device) -> dict:

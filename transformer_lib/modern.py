@@ -114,11 +114,14 @@ def apply_rope(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
 
 # %% notebooks/11_modern.ipynb cell 17
 def pairs_from_halves(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
-    """A query or key projection trained with the half-split RoPE layout, its rows reordered for apply_rope.
+    """A query or key projection stored for the half-split RoPE layout, its rows reordered for apply_rope.
 
     The half-split layout (transformers' `rotate_half`) pairs dimension i of a head with i + d_k / 2; apply_rope
-    pairs 2i with 2i + 1. In each head row i moves to 2i and row i + d_k / 2 to 2i + 1, so that every pair turns by
-    the same angle as before. Pass a key projection's own head count (n_kv_heads under grouped-query attention).
+    pairs 2i with 2i + 1, as Llama was trained. Hugging Face's conversion of Meta's checkpoints permuted these rows so
+    that rotate_half gives the interleaved pairs' scores; this undoes that permutation. In each head row i moves to 2i
+    and row i + d_k / 2 to 2i + 1: every pair turns by the same angle as before, queries and keys are reordered alike,
+    and a dot product does not depend on the order of its coordinates, so every score is unchanged. Pass a key
+    projection's own head count (n_kv_heads under grouped-query attention).
 
     Shape:
         weight: (n_heads * d_k, d_in), or a bias (n_heads * d_k,). output: the same shape.
