@@ -16,6 +16,8 @@ from transformer_lib.model import make_model
 from transformer_lib.modern import BlockConfig, ModernGPT, from_llama
 from transformer_lib.training import make_optimizer
 
+from test_hf import randomized  # tests/ is on the path: pytest puts a test file's folder there
+
 CUDA = torch.device("cuda")
 
 
@@ -36,15 +38,9 @@ def test_has_bf16_is_false_on_a_machine_without_cuda(monkeypatch):
         fast.has_bf16("cuda")  # a name is checked against the machine first
 
 
-def is_norm_gain(name: str) -> bool:
-    module = name.rsplit(".", 1)[0].split(".")[-1]
-    return name.endswith("weight") and (module.startswith("ln_") or "norm" in module)
-
-
 def random_pair(kind: str, seed: int = 0):
     """A random tiny transformers model and ours converted from it. Weights drawn afresh, so that every one counts:
     norm gains from 1 + N(0, std^2), where they start, every other tensor from N(0, std^2)."""
-    torch.manual_seed(seed)
     if kind == "gpt2":
         theirs = GPT2LMHeadModel(GPT2Config(vocab_size=61, n_positions=24, n_embd=32, n_layer=2, n_head=4,
                                             bos_token_id=None, eos_token_id=None))
@@ -53,12 +49,7 @@ def random_pair(kind: str, seed: int = 0):
                                               num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=24,
                                               rope_theta=500000.0, rms_norm_eps=1e-5, bos_token_id=None,
                                               eos_token_id=None, pad_token_id=None))
-    with torch.no_grad():
-        for name, p in theirs.named_parameters():
-            p.normal_(0, 0.3 if kind == "gpt2" else 0.2)
-            if is_norm_gain(name):
-                p.add_(1.0)
-    theirs.eval()
+    theirs = randomized(theirs, seed, 0.3 if kind == "gpt2" else 0.2)  # test_hf's draw
     return theirs, from_gpt2(theirs) if kind == "gpt2" else from_llama(theirs)
 
 

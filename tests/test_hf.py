@@ -65,7 +65,7 @@ def tokens_for(vocab: int, length: int, seed: int) -> torch.Tensor:
 @BOUNDED
 @given(config=gpt2_configs(), seed=st.integers(0, 2**16), as_state_dict=st.booleans())
 def test_from_gpt2_gives_transformers_logits(config, seed, as_state_dict):
-    theirs = randomized(GPT2LMHeadModel(config), seed, 0.3)
+    theirs = randomized(GPT2LMHeadModel(config), seed, 0.15)
     ours = from_gpt2(theirs.state_dict(), config.to_dict()) if as_state_dict else from_gpt2(theirs)
     tokens = tokens_for(config.vocab_size, config.n_positions, seed)
     with torch.no_grad():
@@ -77,7 +77,7 @@ def test_from_gpt2_gives_transformers_logits(config, seed, as_state_dict):
 @BOUNDED
 @given(config=llama_configs(), seed=st.integers(0, 2**16), as_state_dict=st.booleans())
 def test_from_llama_gives_transformers_logits(config, seed, as_state_dict):
-    theirs = randomized(LlamaForCausalLM(config), seed, 0.2)
+    theirs = randomized(LlamaForCausalLM(config), seed, 0.15)
     ours = from_llama(theirs.state_dict(), config) if as_state_dict else from_llama(theirs)
     tokens = tokens_for(config.vocab_size, config.max_position_embeddings, seed)
     with torch.no_grad():
@@ -114,11 +114,11 @@ def modern_greedy_with_cache(model: ModernGPT, prompt, n) -> torch.Tensor:
 def test_greedy_generation_is_token_identical_to_transformers_with_and_without_caches(seed):
     torch.manual_seed(seed)
     gpt2 = randomized(GPT2LMHeadModel(GPT2Config(vocab_size=61, n_positions=24, n_embd=32, n_layer=2, n_head=4,
-                                                 bos_token_id=None, eos_token_id=None)), seed, 0.3)
+                                                 bos_token_id=None, eos_token_id=None)), seed, 0.15)
     llama = randomized(LlamaForCausalLM(LlamaConfig(vocab_size=61, hidden_size=32, intermediate_size=40,
                                                     num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
                                                     max_position_embeddings=24, bos_token_id=None, eos_token_id=None,
-                                                    pad_token_id=None)), seed, 0.2)
+                                                    pad_token_id=None)), seed, 0.15)
     prompt, n = tokens_for(61, 5, seed), 15
     ours = from_gpt2(gpt2)
     expected = hf_greedy(gpt2, prompt, n, True)
