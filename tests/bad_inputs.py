@@ -808,6 +808,18 @@ def _(tmp): X.Recipe(length_penalty=-1.0)
 def _(tmp): X.Recipe(bpe_dropout=0.1)
 
 
+@case("Recipe(...)", "cooldown 0: no steps to fall to zero over", ValueError, "cooldown", "(0, 1]")
+def _(tmp): X.Recipe(cooldown=0.0)
+
+
+@case("wsd_rate(step, total, ...)", "step 0 (steps count from 1)", ValueError, "step", "positive int")
+def _(tmp): X.wsd_rate(0, 100, 256, 1.0, 10, 0.3)
+
+
+@case("wsd_rate(step, total, ...)", "cooldown 1.5, more than the whole run", ValueError, "cooldown", "(0, 1]")
+def _(tmp): X.wsd_rate(1, 100, 256, 1.0, 10, 1.5)
+
+
 @case("Recipe.from_dict(values)", "a misspelt field", ValueError, "unknown", "epoch")
 def _(tmp): X.Recipe.from_dict({"epoch": 3})
 

@@ -379,7 +379,7 @@ def test_run_shares_cores_in_each_kernel_and_records_how_busy_other_processes_ke
         for p in busy:
             p.kill()
             p.wait()
-    loaded = json.loads((tmp_path / "docs" / "runs.json").read_text())["notebooks/01_alpha.ipynb"]["other_cores_busy"]
+    loaded = json.loads((tmp_path / "docs" / "runs.json").read_text())["notebooks/01_alpha.ipynb"]["smoke"]["other_cores_busy"]
     assert loaded >= 0.5  # two processes spinning beside the kernel
     assert "other processes kept" in capsys.readouterr().out
     nb = nbformat.read(tmp_path / "notebooks" / "01_alpha.ipynb", as_version=4)

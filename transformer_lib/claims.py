@@ -23,7 +23,8 @@ from pathlib import Path
 import yaml
 
 from transformer_lib.comparisons import (best_subwords, recipe_seeds_markdown, recipe_seeds_verdict, seed_summary,
-                                        subwords_markdown, subwords_within_noise, with_spread, within_noise)
+                                        speedrun_markdown, subwords_markdown, subwords_within_noise, with_spread,
+                                        within_noise)
 from transformer_lib.runtime import RESULT_KEY
 
 __all__ = ["DOCUMENTS", "notebook_results", "recorded_runs", "record_run", "chapter_minutes", "render_blocks", "readme_problems",
@@ -41,6 +42,7 @@ SERVE_FILE = "benchmarks/serve.json"
 LOAD_FILE = "benchmarks/load.json"
 SUBWORDS_FILE = "benchmarks/subwords.json"
 RECIPES_FILE = "benchmarks/recipes.json"
+SPEEDRUN_FILE = "benchmarks/speedrun.json"
 _BLOCK = re.compile(r"(<!-- begin ([\w-]+) \(python -m transformer_lib\.book readme\) -->\n)(.*?)(<!-- end \2 -->)", re.S)
 
 
@@ -70,7 +72,8 @@ def notebook_results(book) -> dict[str, dict]:
 
 
 def recorded_runs(book) -> dict[str, dict]:
-    """{chapter file: {budget, seconds, machine}} from docs/runs.json (empty when nothing was recorded)."""
+    """{chapter file: {budget: {seconds, machine, other_cores_busy}}} from docs/runs.json, a record per budget a
+    chapter was run under (empty when nothing was recorded)."""
     path = book.root / RUNS_FILE
     if not path.is_file():
         return {}
@@ -80,16 +83,37 @@ def recorded_runs(book) -> dict[str, dict]:
         raise ValueError(f"{path} is not valid JSON: {err}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected an object keyed by chapter file")
-    return data
+    # a file written before records were kept per budget holds one record per chapter, naming its budget
+    return {file: ({run["budget"]: {k: v for k, v in run.items() if k != "budget"}} if "budget" in run else run)
+            for file, run in data.items()}
+
+
+def recorded_time(budget: str, chapter: str, start: Path | None = None) -> str:
+    """How long `chapter` (its file, e.g. "notebooks/08_translation.ipynb") took under `budget` when last recorded
+    in docs/runs.json of the book at or above `start` (default: the working directory), in a sentence a chapter
+    prints before a long run starts; where none is recorded, the sentence says so and how to record one."""
+    from transformer_lib.book import BookError, find_root, load_book
+
+    try:
+        book = load_book(find_root(start))
+    except BookError:  # a copy of one notebook, away from the book: nothing recorded to read
+        return f"No run of {chapter} under `{budget}` is recorded here (no book.yml at or above this folder)."
+    run = recorded_runs(book).get(chapter, {}).get(budget)
+    number = next((n for n, c in enumerate(book.chapters, 1) if c.file == chapter), "N")
+    if run is None:
+        return (f"No run of {chapter} under `{budget}` is recorded in {RUNS_FILE} yet, so how long it takes is not "
+                f"known; `python -m transformer_lib.book run {number} --budget {budget} --record` records it.")
+    return (f"Under `{budget}` this chapter took {run['seconds'] / 60:.1f} minutes when last recorded "
+            f"({run['machine']}; {RUNS_FILE}).")
 
 
 def record_run(book, chapter, budget: str, seconds: float, machine: str, others: float | None = None) -> None:
     """Write how long `chapter` took under `budget` into docs/runs.json (other chapters' records are kept), and
     `others`, the cores other processes kept busy meanwhile, where it was measured."""
     runs = recorded_runs(book)
-    runs[chapter.file] = {"budget": budget, "seconds": round(seconds, 1), "machine": machine}
+    run = runs.setdefault(chapter.file, {})[budget] = {"seconds": round(seconds, 1), "machine": machine}
     if others is not None:
-        runs[chapter.file]["other_cores_busy"] = round(others, 2)
+        run["other_cores_busy"] = round(others, 2)
     ordered = {c.file: runs[c.file] for c in book.chapters if c.file in runs}
     path = book.root / RUNS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -109,13 +133,12 @@ def _run_times(book, results) -> str:
              f"chapter at most about {limit:g} minutes under `cpu`:", "",
              "| chapter | budget | minutes | machine | cores other processes kept busy |", "|---|---|---|---|---|"]
     for number, chapter in enumerate(book.chapters, 1):
-        run = runs.get(chapter.file)
-        if run:
+        for budget, run in runs.get(chapter.file, {}).items():
             others = run.get("other_cores_busy")
             load = "not measured" if others is None else f"{others:.1f}"
-            lines.append(f"| {number}. {chapter.title} | `{run['budget']}` | {run['seconds'] / 60:.1f} | {run['machine']} "
+            lines.append(f"| {number}. {chapter.title} | `{budget}` | {run['seconds'] / 60:.1f} | {run['machine']} "
                          f"| {load} |")
-        else:
+        if not runs.get(chapter.file):
             lines.append(f"| {number}. {chapter.title} | not recorded | | | |")
     return "\n".join(lines) + "\n"
 
@@ -352,8 +375,13 @@ def _subwords_table(book, results) -> str:
     return _recorded(book, SUBWORDS_FILE, "benchmarks/subwords.py", "comparison of vocabularies", subwords_markdown)
 
 
+def _speedrun_table(book, results) -> str:
+    return _recorded(book, SPEEDRUN_FILE, "benchmarks/speedrun.py NAME", "speedrun", speedrun_markdown)
+
+
 BLOCKS = {"run-times": _run_times, "copy-task": _copy_task, "shipped-scores": _shipped, "speed": _speed_table,
-          "serving": _serve_table, "subwords": _subwords_table, "recipes": _recipes_table, "load": _load_table}
+          "serving": _serve_table, "subwords": _subwords_table, "recipes": _recipes_table, "load": _load_table,
+          "speedrun": _speedrun_table}
 
 
 def render_blocks(book, text: str, file: str = "README.md") -> str:

@@ -2,12 +2,12 @@
 """The comparisons the book chooses by, each variant trained from several seeds: what the seeds measured (mean,
 standard deviation, range), when two variants are within noise of each other (their ranges overlap), and the tables
 of the recorded comparisons of vocabularies (benchmarks/subwords.py) and of recipes from several seeds
-(benchmarks/recipes.py --seeds). transformer_lib.claims renders them into the README's documents; the chapters and
+(benchmarks/recipes.py --seeds), and the speedrun's records (benchmarks/speedrun.py). transformer_lib.claims renders them into the README's documents; the chapters and
 the benchmarks use them too."""
 from __future__ import annotations
 
 __all__ = ["seed_summary", "within_noise", "with_spread", "best_subwords", "subwords_within_noise", "subwords_markdown",
-           "recipe_seeds_verdict", "recipe_seeds_markdown"]
+           "recipe_seeds_verdict", "recipe_seeds_markdown", "milestone_time", "speedrun_markdown"]
 
 
 def seed_summary(values) -> dict:
@@ -115,4 +115,41 @@ def recipe_seeds_markdown(record: dict) -> str:
         lines.append(f"Below the chosen recipe by more than the seeds scatter: {_names(beaten)}.")
     if missing:
         lines.append(f"Not trained from several seeds: {_names(missing)}.")
+    return "\n".join(lines) + "\n"
+
+
+def milestone_time(runs: list[dict], goal: int) -> str:
+    """When the seeds' greedy validation sacreBLEU first reached `goal`: their mean training time in minutes, with
+    how many seeds got there when not all did; "-" when none did."""
+    times = [r["milestones"][str(goal)] for r in runs if r["milestones"].get(str(goal)) is not None]
+    if not times:
+        return "-"
+    mean = f"{sum(times) / len(times) / 60:.1f}"
+    return mean if len(times) == len(runs) else f"{mean} ({len(times)}/{len(runs)})"
+
+
+def speedrun_markdown(record: dict) -> str:
+    """A benchmarks/speedrun.py record: one row per entry, each the changes on the record it builds on, the records
+    in bold; validation decides, test2016 is reported."""
+    entries, goals = record["entries"], record["milestones"]
+    machines = sorted({e["machine"] for e in entries})
+    lines = [f"{' and '.join(machines)}. Each entry is chapter 8's `cpu` recipe with the changes of the record it "
+             f"builds on and its own, trained from {', '.join(str(n) for n in sorted({e['val_sacrebleu']['n'] for e in entries}))} "
+             f"seeds one after the other by `python -m transformer_lib.train multi30k --budget cpu --set ...`; at most "
+             f"{record['limit_seconds'] // 60} minutes of training. An entry is a record when its mean validation "
+             "sacreBLEU (beam 5, the model the run kept) beats the record it builds on; test2016 is reported, never "
+             "used to choose. The minutes to each milestone are when the greedy validation sacreBLEU, scored after "
+             "every epoch off the clock, first reached it.", "",
+             "| entry | builds on | changes | training | validation sacreBLEU | test2016 sacreBLEU | "
+             + " | ".join(f"min to {g}" for g in goals) + " |",
+             "|---|---|---|---|---|---|" + "---|" * len(goals)]
+    for e in entries:
+        base = next((b for b in entries if b["name"] == e["on"]), None)
+        own = {k: v for k, v in e["changes"].items() if base is None or base["changes"].get(k, object()) != v}
+        changed = ", ".join(f"`{k}={v}`" for k, v in own.items()) or "nothing"
+        name = f"**{e['name']}**" if e["record"] else e["name"]
+        gain = f" ({e['gain']:+.2f})" if "gain" in e else ""
+        lines.append(f"| {name} | {e['on'] or '-'} | {changed} | {e['train_seconds']['mean'] / 60:.1f} min | "
+                     f"{with_spread(e['val_sacrebleu'])}{gain} | {with_spread(e['test_sacrebleu'])} | "
+                     + " | ".join(milestone_time(e["runs"], g) for g in goals) + " |")
     return "\n".join(lines) + "\n"

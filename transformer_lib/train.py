@@ -2,7 +2,8 @@
 """Train from the command line.
 
     python -m transformer_lib.train copy [--steps N] [--seed S] [--device auto|cpu|cuda|mps]
-    python -m transformer_lib.train multi30k [--budget smoke|cpu|full] [--out DIR] [--epochs N] [--no-resume]
+    python -m transformer_lib.train multi30k [--budget smoke|cpu|full] [--out DIR] [--epochs N] [--seed S]
+                                             [--set FIELD=VALUE ...] [--no-test] [--no-resume]
     python -m transformer_lib.train ship [CHECKPOINT] [--to FILE]
 
 `copy` trains chapter 5's copy task: a small Transformer learns to reproduce random sequences, and the
@@ -13,8 +14,9 @@ shipped model (transformer_lib/pretrained/multi30k_de_en.safetensors): float16 w
 history, scores, vocabulary and merges). It refuses a checkpoint that another recipe than RECIPES["full"] made.
 
 `multi30k` trains chapter 8's German-to-English model by the recipe of a run budget, writing a checkpoint per
-epoch to --out (default runs/multi30k-BUDGET); run the same command again to resume an interrupted run. It ends
-with validation and test2016 BLEU, and the path of model.safetensors, which `python -m transformer_lib.translate
+epoch to --out (default runs/multi30k-BUDGET); run the same command again to resume an interrupted run. --set
+changes any field of the recipe (e.g. --set warmup=200 cooldown=0.3), as dataclasses.replace would. It ends
+with validation and test2016 BLEU (--no-test: validation only), and the path of model.safetensors, which `python -m transformer_lib.translate
 --checkpoint PATH` uses. Under torchrun it trains with DistributedDataParallel, a process per device:
 
     torchrun --nproc_per_node=2 -m transformer_lib.train multi30k --budget full          # 2 processes (CPU: gloo)
@@ -114,6 +116,11 @@ def _multi30k(args: argparse.Namespace, rank: int, world: int) -> int:
     say = print if rank == 0 else (lambda *a, **k: None)
     budget = args.budget or run_budget()
     recipe = RECIPES[budget] if args.epochs is None else replace(RECIPES[budget], epochs=args.epochs)
+    try:
+        recipe = replace(recipe, **recipe_changes(args.set or []))
+        recipe = recipe if args.seed is None else replace(recipe, seed=args.seed)
+    except (TypeError, ValueError) as err:  # a field a Recipe does not have, or a value its check refuses
+        raise SystemExit(f"error: --{'seed' if 'seed' in str(err) and args.seed is not None else 'set'}: {err}") from None
     if args.subwords is not None:  # 0: whole words; N: chapter 6's BPE with N merges, one for both languages
         recipe = replace(recipe, subwords=args.subwords or None, shared_vocab=bool(args.subwords) or recipe.shared_vocab)
     out = Path(args.out or f"runs/multi30k-{budget}")
@@ -136,11 +143,36 @@ def _multi30k(args: argparse.Namespace, rank: int, world: int) -> int:
                          f"({err.filename or out})") from None
     if rank != 0:
         return 0
+    if args.no_test:
+        print(f"kept: {run.scores['kept']}; model: {run.path}")
+        return 0
     test = evaluate_bleu(run.model, data.test, data.src_tok, data.src_vocab, data.tgt_vocab, recipe.beam_size,
                          recipe.length_penalty, recipe.lower, data.tgt_tok)
     print(f"kept: {run.scores['kept']}; test2016 ({len(data.test):,} pairs), beam {recipe.beam_size}: {test}")
     print(f"model: {run.path}")
     return 0
+
+
+def recipe_changes(settings: list[str]) -> dict:
+    """{field: value} from FIELD=VALUE strings, each value read as JSON (true, null, 0.5, "wsd") or else as a string;
+    ValueError naming the setting that is not FIELD=VALUE or names no field of a Recipe."""
+    import json
+    from dataclasses import fields
+
+    from transformer_lib.translation import Recipe
+
+    names, changes = {f.name for f in fields(Recipe)}, {}
+    for setting in settings:
+        name, sep, text = setting.partition("=")
+        if not sep or not name:
+            raise ValueError(f"{setting!r} is not FIELD=VALUE (e.g. warmup=200)")
+        if name not in names:
+            raise ValueError(f"{setting!r}: a Recipe has no field {name!r}; its fields are {', '.join(sorted(names))}")
+        try:
+            changes[name] = json.loads(text)
+        except json.JSONDecodeError:
+            changes[name] = text
+    return changes
 
 
 def ship_command(args: argparse.Namespace) -> int:
@@ -181,6 +213,10 @@ def main(argv: list[str] | None = None) -> int:
                       help="which recipe (default: BOOK_BUDGET, else book.yml)")
     m30k.add_argument("--out", default=None, help="checkpoint folder (default runs/multi30k-BUDGET)")
     m30k.add_argument("--epochs", type=int, default=None, help="override the recipe's number of epochs")
+    m30k.add_argument("--seed", type=int, default=None, help="the recipe's random seed (default: the recipe's, 0)")
+    m30k.add_argument("--set", nargs="+", metavar="FIELD=VALUE",
+                      help="change fields of the recipe, e.g. --set warmup=200 cooldown=0.3 (values read as JSON)")
+    m30k.add_argument("--no-test", action="store_true", help="end without scoring test2016")
     m30k.add_argument("--subwords", type=int, default=None, metavar="N",
                       help="train on BPE with N merges, one vocabulary shared by both languages and tied embeddings "
                            "(0: whole words; default: the recipe's)")

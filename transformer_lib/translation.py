@@ -14,6 +14,7 @@ __all__ = [
     'bleu',
     'evaluate_bleu',
     'TrainingRun',
+    'wsd_rate',
     'train_translation',
     'Pretrained',
     'pretrained',
@@ -70,6 +71,7 @@ class Recipe(JsonFile):
     epochs: int = 30
     factor: float = 1.0
     warmup: int = 2000
+    cooldown: float | None = None  # None: chapter 5's rate; c: warmup-stable-decay, to zero over the last share c of steps
     smoothing: float = 0.1
     clip_norm: float | None = 1.0
     accum_steps: int = 1  # batches per optimizer step (per process, under DistributedDataParallel)
@@ -239,12 +241,12 @@ class TrainingRun:
     """What train_translation returns: the chosen model, and how it got there."""
     model: EncoderDecoder
     data: TranslationData
-    history: list[dict]  # one entry per epoch: epoch, step, seconds, train_loss, val_loss, val_bleu
+    history: list[dict]  # one entry per epoch: epoch, step, seconds, train_loss, val_loss, val_bleu, val_sacrebleu
     scores: dict  # validation BLEU of the last epoch and of the average, and which one was kept
     path: Path  # the checkpoint of the kept model
 
 
-def _build(recipe: Recipe, data: TranslationData, device, speedup):
+def _build(recipe: Recipe, data: TranslationData, device, speedup, world: int = 1):
     """The model (seeded by the recipe), loss, optimizer and schedule a recipe asks for, and whether to train under
     bfloat16 autocast (`speedup` decides, for a fast recipe)."""
     checks.check_shared_vocab(recipe.shared_vocab, data.src_vocab, data.tgt_vocab)
@@ -257,7 +259,20 @@ def _build(recipe: Recipe, data: TranslationData, device, speedup):
     if recipe.fast:  # e.g. chapter 9's speed_up: fused twins (the same parameters), bfloat16 where the hardware has it
         model, criterion, bf16 = speedup(model, criterion, device)
     optimizer, scheduler = make_optimizer(model, recipe.d_model, recipe.factor, recipe.warmup)
+    if recipe.cooldown:  # the same Adam, and a rate that knows where the run ends
+        total = recipe.epochs * (len(bucket_batches(data.train, recipe.max_tokens, pad)) // (world * recipe.accum_steps))
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: wsd_rate(
+            i + 1, total, recipe.d_model, recipe.factor, recipe.warmup, recipe.cooldown))
     return model, criterion, optimizer, scheduler, bf16
+
+
+def wsd_rate(step: int, total: int, d_model: int, factor: float, warmup: int, cooldown: float) -> float:
+    """Warmup, stable, decay: the rate climbs linearly for `warmup` steps to the peak chapter 5's rate reaches there
+    (factor * d_model^-0.5 * warmup^-0.5), stays at it, and falls linearly over the last `cooldown` share of the
+    run's `total` steps, to zero after the last one. Steps count from 1."""
+    checks.check_wsd(step, total, d_model, factor, warmup, cooldown)
+    peak = factor * d_model**-0.5 * warmup**-0.5
+    return peak * max(0.0, min(step / warmup, 1.0, (total - step + 1) / (cooldown * total)))
 
 
 def _processes(device, log):
@@ -294,8 +309,9 @@ def _save_epoch(out_dir: Path, recipe: Recipe, data: TranslationData, model, opt
     entry = {"epoch": epoch, "step": scheduler.last_epoch, "seconds": round(seconds, 1),
              "train_loss": round(train_loss, 4), "val_loss": round(val_loss, 4)}
     if epoch % recipe.bleu_every == 0 or epoch == recipe.epochs:
-        entry["val_bleu"] = round(evaluate_bleu(model, data.val, data.src_tok, data.src_vocab, data.tgt_vocab, 1,
-                                                lowercase=recipe.lower, tgt_tok=data.tgt_tok).tokenized, 2)
+        score = evaluate_bleu(model, data.val, data.src_tok, data.src_vocab, data.tgt_vocab, 1,
+                              lowercase=recipe.lower, tgt_tok=data.tgt_tok)
+        entry["val_bleu"], entry["val_sacrebleu"] = round(score.tokenized, 2), round(score.sacrebleu, 2)
     history.append(entry)
     log(", ".join(f"{k} {v}" for k, v in entry.items()))
     save_checkpoint(out_dir / f"epoch_{epoch:03d}.safetensors", model, data.src_vocab, data.tgt_vocab,
@@ -386,7 +402,7 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
     rank, world, log, total = _processes(device, log)  # one process, or one of several under torch.distributed
     with locked_folder(out_dir, lock=rank == 0) as out_dir:  # a second training on the folder is refused
         data = data if data is not None else prepare_data(recipe)
-        model, criterion, optimizer, scheduler, bf16 = _build(recipe, data, device, speedup)
+        model, criterion, optimizer, scheduler, bf16 = _build(recipe, data, device, speedup, world)
         trained = nn.parallel.DistributedDataParallel(model) if total else model  # several processes: a replica each
         val_batches = _validation_batches(recipe, data, device)
         done, history, seconds = 0, [], 0.0

@@ -197,9 +197,9 @@ def run(book: Book, chapters: list[Chapter], budget: str | None = None, timeout:
             print(f"{label} ...", file=out, flush=True)
             nb = nbformat.read(path, as_version=4)
             start = time.perf_counter()
-            run = recorded.get(chapter.file) or {}
+            run = recorded.get(chapter.file, {}).get(budget) or {}  # this chapter's last run under this budget
             with _Progress(f"[{number}/{len(chapters)}] {chapter.title}", nb.cells, out, every,
-                           run.get("seconds") if run.get("budget") == budget else None) as progress:
+                           run.get("seconds")) as progress:
                 client = NotebookClient(
                     nb, timeout=timeout, kernel_name="python3", record_timing=False,
                     resources={"metadata": {"path": str(path.parent)}}, on_cell_start=progress.on_cell_start,

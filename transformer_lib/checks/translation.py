@@ -65,6 +65,8 @@ def check_recipe(r) -> None:
     check_probability("dropout", r.dropout)
     check_probability("smoothing", r.smoothing)
     check_probability("bpe_dropout", r.bpe_dropout)
+    if r.cooldown is not None:
+        check_cooldown(r.cooldown)
     if r.bpe_dropout and not r.subwords:
         raise ValueError(f"bpe_dropout={r.bpe_dropout} leaves out BPE merges, but subwords is {r.subwords!r} (whole "
                          "words); set subwords to a number of merges, or bpe_dropout=0")
@@ -75,6 +77,24 @@ def check_recipe(r) -> None:
         raise ValueError(f"clip_norm must be positive or None, got {r.clip_norm!r}")
     if not r.length_penalty >= 0:
         raise ValueError(f"length_penalty must be >= 0 (0: plain log-probability), got {r.length_penalty!r}")
+
+
+def check_cooldown(cooldown) -> None:
+    """The share of a run's steps over which the warmup-stable-decay rate falls to zero."""
+    check_number("cooldown", cooldown)
+    if not 0 < cooldown <= 1:
+        raise ValueError(f"cooldown is the share of the steps over which the rate falls to zero: it must be in "
+                         f"(0, 1] (None: chapter 5's rate), got {cooldown!r}")
+
+
+def check_wsd(step, total, d_model, factor, warmup, cooldown) -> None:
+    """wsd_rate's arguments: whole steps (at least 1), a positive factor, a cooldown share in (0, 1]."""
+    from transformer_lib.checks.training import check_rate
+
+    check_int("step", step)
+    check_int("total", total)
+    check_rate(d_model, factor, warmup)
+    check_cooldown(cooldown)
 
 
 def check_epoch_batches(n_batches: int, accum_steps: int, world: int) -> None:

@@ -1,0 +1,155 @@
+# Hand-written benchmark (not generated from a notebook).
+"""The Multi30k speedrun: how fast chapter 8's translator reaches a validation sacreBLEU, one recipe change at a time.
+
+    python benchmarks/speedrun.py NAME [--on RECORD] [--set FIELD=VALUE ...] [--processes 1|2] [--seeds 0 1 2]
+                                       [--out runs/speedrun] [--record [FILE]]
+
+NAME is the entry's name. Its recipe is RECIPES["cpu"] changed by the fields of the record it builds on (--on,
+default: the last record) and then by --set. Every seed trains by the command a learner types,
+
+    python -m transformer_lib.train multi30k --budget cpu --seed S --set FIELD=VALUE ... --no-test
+
+(under `torchrun --standalone --nproc_per_node=2` with --processes 2), one seed after the other, so that each run
+has the machine's cores to itself. A run stopped half-way resumes from its folder under --out, and a finished one
+is only read back. Per seed the entry keeps:
+
+- the training seconds (validation is off the clock) and the greedy validation sacreBLEU after every epoch: the
+  curve, and the first second at which it reaches each milestone (25, 30, 35, 40);
+- the validation sacreBLEU (beam search) of the model the run kept, which alone decides whether the entry is a
+  record: its mean over the seeds must beat the mean of the record it builds on;
+- test2016 sacreBLEU (beam search), reported, never used to choose.
+
+--record writes the entry into benchmarks/speedrun.json (an entry of the same name is replaced), with the command of
+every seed, so that anyone can run it again; entries that did not pay stay, with their numbers.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+from transformer_lib.comparisons import seed_summary, with_spread
+from transformer_lib.runtime import busy_seconds, machine, other_cores, own_cpus
+from transformer_lib.train import recipe_changes
+from transformer_lib.translation import RECIPES, Recipe, evaluate_bleu, load_checkpoint, prepare_data
+
+from recording import HERE, save_record
+
+MILESTONES = (25, 30, 35, 40)
+LIMIT = 600  # seconds of training a speedrun recipe may take
+
+
+def slug(name: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-")
+
+
+def command(changes: dict, seed: int, out: Path, processes: int) -> list[str]:
+    """The command that trains one seed of a recipe: RECIPES["cpu"] with `changes`."""
+    sets = [f"{k}={json.dumps(v)}" for k, v in changes.items()]
+    start = (["torchrun", "--standalone", f"--nproc_per_node={processes}", "-m"] if processes > 1
+             else [sys.executable, "-m"])
+    return start + ["transformer_lib.train", "multi30k", "--budget", "cpu", "--seed", str(seed), "--out", str(out),
+                    "--no-test", "--quiet"] + (["--set", *sets] if sets else [])
+
+
+def milestones(history: list[dict]) -> dict:
+    """The first training second at which the greedy validation sacreBLEU reached each milestone (None: never)."""
+    reached = {}
+    for goal in MILESTONES:
+        hits = [h["seconds"] for h in history if h.get("val_sacrebleu", -1) >= goal]
+        reached[str(goal)] = hits[0] if hits else None
+    return reached
+
+
+def run_seed(changes: dict, seed: int, folder: Path, processes: int) -> dict:
+    """Train one seed (or read a finished run back) and score it."""
+    cmd = command(changes, seed, folder, processes)
+    print("$ " + shlex.join(cmd), flush=True)
+    cpus = own_cpus()
+
+    def sample() -> tuple:  # (seconds, busy seconds of our CPUs, CPU seconds of the children waited for)
+        t = os.times()
+        return t.elapsed, busy_seconds(cpus), t.children_user + t.children_system
+
+    before = sample()
+    threads = "1" if processes > 1 else os.environ.get("OMP_NUM_THREADS", str(len(cpus)))
+    done = subprocess.run(cmd, env={**os.environ, "OMP_NUM_THREADS": threads})
+    if done.returncode != 0:
+        raise SystemExit(f"error: seed {seed} failed (exit {done.returncode}); its output is above")
+    others = other_cores(before, sample())  # cores other processes kept busy meanwhile
+    model, _, _, info = load_checkpoint(folder / "model.safetensors")
+    recipe = Recipe.from_dict(info["recipe"])
+    data = prepare_data(recipe)
+    test = evaluate_bleu(model, data.test, data.src_tok, data.src_vocab, data.tgt_vocab, recipe.beam_size,
+                         recipe.length_penalty, recipe.lower, data.tgt_tok)
+    kept, history = info["scores"]["kept"], info["history"]
+    row = {"seed": seed, "command": shlex.join(cmd).replace(sys.executable, "python"),
+           "train_seconds": history[-1]["seconds"], "kept": kept,
+           "val_sacrebleu": info["scores"][kept]["sacrebleu"], "test_sacrebleu": round(test.sacrebleu, 2),
+           "milestones": milestones(history),
+           "curve": [[h["seconds"], h.get("val_sacrebleu")] for h in history], "data": info.get("data")}
+    if others is not None:
+        row["other_cores_busy"] = round(others, 2)
+    print(f"seed {seed}: {row['train_seconds']:.0f} s of training, validation sacreBLEU {row['val_sacrebleu']}, "
+          f"test2016 {row['test_sacrebleu']}, milestones {row['milestones']}", flush=True)
+    return row
+
+
+def entry_of(name: str, base: dict | None, changes: dict, processes: int, rows: list[dict]) -> dict:
+    """The record's entry: the runs, their summaries, and whether it beats `base` on validation."""
+    summary = {key: seed_summary(r[key] for r in rows) for key in ("val_sacrebleu", "test_sacrebleu", "train_seconds")}
+    entry = {"name": name, "on": base["name"] if base else None, "changes": changes, "processes": processes,
+             "machine": machine(), **summary, "runs": rows}
+    entry["within_limit"] = all(r["train_seconds"] <= LIMIT for r in rows)
+    if base:
+        entry["gain"] = round(summary["val_sacrebleu"]["mean"] - base["val_sacrebleu"]["mean"], 2)
+    entry["record"] = entry["within_limit"] and (base is None or entry["gain"] > 0)
+    return entry
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("name", help="the entry's name, e.g. 'decay to zero'")
+    parser.add_argument("--on", default=None, help="the record this entry changes (default: the last record)")
+    parser.add_argument("--set", nargs="+", default=[], metavar="FIELD=VALUE",
+                        help="the recipe fields this entry changes (values read as JSON)")
+    parser.add_argument("--processes", type=int, choices=[1, 2], default=1,
+                        help="training processes per run (2: torchrun, one thread each; default 1)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], metavar="SEED")
+    parser.add_argument("--out", type=Path, default=Path("runs/speedrun"), help="the runs' folders")
+    parser.add_argument("--record", nargs="?", const=HERE / "speedrun.json", default=None, type=Path,
+                        metavar="FILE", help="write the entry into FILE (default benchmarks/speedrun.json)")
+    args = parser.parse_args(argv)
+    path = args.record or HERE / "speedrun.json"
+    entries = json.loads(path.read_text(encoding="utf-8"))["entries"] if path.is_file() else []
+    records = [e for e in entries if e["record"] and e["name"] != args.name]
+    base = next((e for e in records if e["name"] == args.on), None) if args.on else (records[-1] if records else None)
+    if args.on and base is None:
+        parser.error(f"--on {args.on!r}: no record of that name in {path}")
+    try:
+        changes = {**(base["changes"] if base else {}), **recipe_changes(args.set)}
+        Recipe(**{**RECIPES["cpu"].to_dict(), **changes})  # refuse a bad value before training
+    except (TypeError, ValueError) as err:
+        parser.error(f"--set: {err}")
+    torch.set_num_threads(len(own_cpus()))
+    print(f"machine: {machine()}; {args.name!r} on {base['name'] if base else 'RECIPES[cpu]'!r}, changes {changes}",
+          flush=True)
+    rows = [run_seed(changes, seed, args.out / f"{slug(args.name)}-seed{seed}", args.processes) for seed in args.seeds]
+    entry = entry_of(args.name, base, changes, args.processes, rows)
+    print(f"{args.name}: validation {with_spread(entry['val_sacrebleu'])}, test2016 "
+          f"{with_spread(entry['test_sacrebleu'])}, {with_spread(entry['train_seconds'], '.0f')} s; "
+          f"{'a record' if entry['record'] else 'not a record'}", flush=True)
+    if args.record:
+        kept = [e for e in entries if e["name"] != args.name]
+        save_record(args.record, {"limit_seconds": LIMIT, "milestones": list(MILESTONES), "entries": kept + [entry]})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""The speedrun's pieces: the warmup-stable-decay rate, recipe changes from the command line (`--set`), and
+benchmarks/speedrun.py's record, run end to end on a tiny recipe."""
+import json
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+from transformer_lib import comparisons
+from transformer_lib.train import main as train_main, recipe_changes
+from transformer_lib.training import rate
+from transformer_lib.translation import RECIPES, Recipe, _build, prepare_data, wsd_rate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_wsd_climbs_to_noams_peak_holds_it_and_falls_linearly_to_zero_at_the_end():
+    total, warmup, cooldown = 1000, 50, 0.3
+    rates = [wsd_rate(s, total, 256, 0.5, warmup, cooldown) for s in range(1, total + 2)]
+    peak = rate(warmup, 256, 0.5, warmup)  # chapter 5's rate at its highest
+    assert rates[warmup - 1] == pytest.approx(peak) and max(rates) == pytest.approx(peak)
+    assert rates[0] == pytest.approx(peak / warmup)  # linear warmup from step 1
+    assert all(r == pytest.approx(peak) for r in rates[warmup - 1: 700])  # stable until the last 30% of the steps
+    falling = rates[700:total]
+    assert all(a > b > 0 for a, b in zip(falling, falling[1:]))  # strictly down, still moving at the last step
+    steps = [b - a for a, b in zip(falling, falling[1:])]
+    assert max(steps) == pytest.approx(min(steps))  # a straight line
+    assert rates[total] == 0.0  # zero after the last step
+
+
+def test_a_wsd_recipe_ends_its_rate_at_the_last_step_of_its_last_epoch():
+    recipe = replace(RECIPES["smoke"], cooldown=0.5, epochs=2, train_pairs=300, eval_pairs=10)
+    data = prepare_data(recipe, download=False)
+    model, _, optimizer, scheduler, _ = _build(recipe, data, torch.device("cpu"), None)
+    from transformer_lib.data import bucket_batches
+
+    steps = recipe.epochs * len(bucket_batches(data.train, recipe.max_tokens, data.tgt_vocab.pad_idx))
+    seen = []
+    for _ in range(steps):
+        seen.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        scheduler.step()
+    assert seen[-1] > 0 and optimizer.param_groups[0]["lr"] == 0.0  # the run's last step is its last nonzero rate
+    assert seen[0] == pytest.approx(wsd_rate(1, steps, recipe.d_model, recipe.factor, recipe.warmup, 0.5))
+
+
+def test_recipe_changes_read_values_as_json_and_name_what_is_wrong():
+    assert recipe_changes(["warmup=200", "cooldown=0.3", "clip_norm=null", "fast=true", "factor=0.8"]) == {
+        "warmup": 200, "cooldown": 0.3, "clip_norm": None, "fast": True, "factor": 0.8}
+    with pytest.raises(ValueError, match="'warmup' is not FIELD=VALUE"):
+        recipe_changes(["warmup"])
+    with pytest.raises(ValueError, match="no field 'lr'"):
+        recipe_changes(["lr=1e-3"])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--set", "lr=1e-3"], "--set: 'lr=1e-3': a Recipe has no field 'lr'"),
+    (["--set", "cooldown=2"], "--set: cooldown is the share of the steps"),
+    (["--seed", "-1"], "--seed: seed must be"),
+])
+def test_the_train_command_refuses_a_bad_change_before_it_trains(argv, message, tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        train_main(["multi30k", "--budget", "smoke", "--out", str(tmp_path / "run"), *argv])
+    assert message in str(stop.value)
+    assert not (tmp_path / "run").exists()  # nothing written
+
+
+def _speedrun(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "speedrun.py"), *args], cwd=cwd,
+                          capture_output=True, text=True)
+
+
+TINY = ["subwords=null", "train_pairs=300", "eval_pairs=12", "n_layers=1", "d_model=32", "d_ff=64", "n_heads=2",
+        "max_tokens=600", "warmup=20", "beam_size=1"]
+
+
+def test_the_speedrun_records_each_seed_with_its_command_curve_and_milestones(tmp_path):
+    record, out = tmp_path / "speedrun.json", tmp_path / "runs"
+    done = _speedrun("tiny", "--set", *TINY, "epochs=2", "--seeds", "0", "1", "--out", str(out),
+                     "--record", str(record))
+    assert done.returncode == 0, done.stderr[-3000:]
+    entry = json.loads(record.read_text())["entries"][0]
+    assert entry["name"] == "tiny" and entry["on"] is None and entry["record"] is True  # the first is a record
+    assert [r["seed"] for r in entry["runs"]] == [0, 1]
+    for run in entry["runs"]:
+        assert run["command"].startswith("python -m transformer_lib.train multi30k --budget cpu --seed")
+        assert "--set" in run["command"] and "epochs=2" in run["command"]
+        assert [t for t, _ in run["curve"]] == sorted(t for t, _ in run["curve"]) and len(run["curve"]) == 2
+        assert run["train_seconds"] == run["curve"][-1][0]
+        for goal, second in run["milestones"].items():  # the first epoch end at or above the goal
+            hits = [t for t, b in run["curve"] if b >= int(goal)]
+            assert second == (hits[0] if hits else None)
+    assert entry["val_sacrebleu"] == comparisons.seed_summary(r["val_sacrebleu"] for r in entry["runs"])
+
+    # an entry on it: the changes add up, the gain is against the record it builds on, a rerun is read back
+    done = _speedrun("three epochs", "--set", "epochs=3", "--seeds", "0", "1", "--out", str(out),
+                     "--record", str(record))
+    assert done.returncode == 0, done.stderr[-3000:]
+    first, second = json.loads(record.read_text())["entries"]
+    assert second["on"] == "tiny" and second["changes"] == {**first["changes"], "epochs": 3}
+    assert second["gain"] == round(second["val_sacrebleu"]["mean"] - first["val_sacrebleu"]["mean"], 2)
+    assert second["record"] == (second["gain"] > 0)
+    assert all(len(r["curve"]) == 3 for r in second["runs"])
+    table = comparisons.speedrun_markdown(json.loads(record.read_text()))
+    assert "| **tiny** | - |" in table and "| tiny | `epochs=3` |" in table
+
+
+def test_the_speedrun_refuses_an_unknown_record_or_field_before_training(tmp_path):
+    done = _speedrun("x", "--on", "nothing", "--out", str(tmp_path), "--record", str(tmp_path / "s.json"))
+    assert done.returncode == 2 and "--on 'nothing': no record of that name" in done.stderr
+    done = _speedrun("x", "--set", "cooldown=3", "--out", str(tmp_path))
+    assert done.returncode == 2 and "cooldown" in done.stderr and "(0, 1]" in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_milestone_times_count_the_seeds_that_got_there():
+    runs = [{"milestones": {"30": 120.0, "35": None}}, {"milestones": {"30": 240.0, "35": 300.0}}]
+    assert comparisons.milestone_time(runs, 30) == "3.0"
+    assert comparisons.milestone_time(runs, 35) == "5.0 (1/2)"
+    assert comparisons.milestone_time([runs[0]], 35) == "-"
