@@ -1,7 +1,7 @@
 # Hand-written benchmark (not generated from a notebook).
 """The Multi30k speedrun: how fast chapter 8's translator reaches a validation sacreBLEU, one recipe change at a time.
 
-    python benchmarks/speedrun.py NAME [--on RECORD] [--set FIELD=VALUE ...] [--processes 1|2] [--seeds 0 1 2]
+    python benchmarks/speedrun.py NAME [--on RECORD] [--set FIELD=VALUE ...] [--seeds 0 1 2]
                                        [--out runs/speedrun] [--record [FILE]]
 
 NAME is the entry's name. Its recipe is RECIPES["cpu"] changed by the fields of the record it builds on (--on,
@@ -9,8 +9,8 @@ default: the last record) and then by --set. Every seed trains by the command a 
 
     python -m transformer_lib.train multi30k --budget cpu --seed S --set FIELD=VALUE ... --no-test
 
-(under `torchrun --standalone --nproc_per_node=2` with --processes 2), one seed after the other, so that each run
-has the machine's cores to itself. A run stopped half-way resumes from its folder under --out, and a finished one
+in one process with a torch thread per core (two processes under torchrun measured no faster on two cores), one
+seed after the other, so that each run has the machine's cores to itself. A run stopped half-way resumes from its folder under --out, and a finished one
 is only read back. Per seed the entry keeps:
 
 - the training seconds (validation is off the clock) and the greedy validation sacreBLEU after every epoch: the
@@ -49,12 +49,10 @@ def slug(name: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-")
 
 
-def command(changes: dict, seed: int, out: Path, processes: int) -> list[str]:
+def command(changes: dict, seed: int, out: Path) -> list[str]:
     """The command that trains one seed of a recipe: RECIPES["cpu"] with `changes`."""
     sets = [f"{k}={json.dumps(v)}" for k, v in changes.items()]
-    start = (["torchrun", "--standalone", f"--nproc_per_node={processes}", "-m"] if processes > 1
-             else [sys.executable, "-m"])
-    return start + ["transformer_lib.train", "multi30k", "--budget", "cpu", "--seed", str(seed), "--out", str(out),
+    return [sys.executable, "-m", "transformer_lib.train", "multi30k", "--budget", "cpu", "--seed", str(seed), "--out", str(out),
                     "--no-test", "--quiet"] + (["--set", *sets] if sets else [])
 
 
@@ -67,9 +65,9 @@ def milestones(history: list[dict]) -> dict:
     return reached
 
 
-def run_seed(changes: dict, seed: int, folder: Path, processes: int) -> dict:
+def run_seed(changes: dict, seed: int, folder: Path) -> dict:
     """Train one seed (or read a finished run back) and score it."""
-    cmd = command(changes, seed, folder, processes)
+    cmd = command(changes, seed, folder)
     print("$ " + shlex.join(cmd), flush=True)
     cpus = own_cpus()
 
@@ -78,8 +76,7 @@ def run_seed(changes: dict, seed: int, folder: Path, processes: int) -> dict:
         return t.elapsed, busy_seconds(cpus), t.children_user + t.children_system
 
     before = sample()
-    threads = "1" if processes > 1 else os.environ.get("OMP_NUM_THREADS", str(len(cpus)))
-    done = subprocess.run(cmd, env={**os.environ, "OMP_NUM_THREADS": threads})
+    done = subprocess.run(cmd, env={**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(len(cpus)))})
     if done.returncode != 0:
         raise SystemExit(f"error: seed {seed} failed (exit {done.returncode}); its output is above")
     others = other_cores(before, sample())  # cores other processes kept busy meanwhile
@@ -101,10 +98,10 @@ def run_seed(changes: dict, seed: int, folder: Path, processes: int) -> dict:
     return row
 
 
-def entry_of(name: str, base: dict | None, changes: dict, processes: int, rows: list[dict]) -> dict:
+def entry_of(name: str, base: dict | None, changes: dict, rows: list[dict]) -> dict:
     """The record's entry: the runs, their summaries, and whether it beats `base` on validation."""
     summary = {key: seed_summary(r[key] for r in rows) for key in ("val_sacrebleu", "test_sacrebleu", "train_seconds")}
-    entry = {"name": name, "on": base["name"] if base else None, "changes": changes, "processes": processes,
+    entry = {"name": name, "on": base["name"] if base else None, "changes": changes,
              "machine": machine(), **summary, "runs": rows}
     entry["within_limit"] = all(r["train_seconds"] <= LIMIT for r in rows)
     if base:
@@ -119,8 +116,6 @@ def main(argv=None) -> int:
     parser.add_argument("--on", default=None, help="the record this entry changes (default: the last record)")
     parser.add_argument("--set", nargs="+", default=[], metavar="FIELD=VALUE",
                         help="the recipe fields this entry changes (values read as JSON)")
-    parser.add_argument("--processes", type=int, choices=[1, 2], default=1,
-                        help="training processes per run (2: torchrun, one thread each; default 1)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], metavar="SEED")
     parser.add_argument("--out", type=Path, default=Path("runs/speedrun"), help="the runs' folders")
     parser.add_argument("--record", nargs="?", const=HERE / "speedrun.json", default=None, type=Path,
@@ -140,8 +135,8 @@ def main(argv=None) -> int:
     torch.set_num_threads(len(own_cpus()))
     print(f"machine: {machine()}; {args.name!r} on {base['name'] if base else 'RECIPES[cpu]'!r}, changes {changes}",
           flush=True)
-    rows = [run_seed(changes, seed, args.out / f"{slug(args.name)}-seed{seed}", args.processes) for seed in args.seeds]
-    entry = entry_of(args.name, base, changes, args.processes, rows)
+    rows = [run_seed(changes, seed, args.out / f"{slug(args.name)}-seed{seed}") for seed in args.seeds]
+    entry = entry_of(args.name, base, changes, rows)
     print(f"{args.name}: validation {with_spread(entry['val_sacrebleu'])}, test2016 "
           f"{with_spread(entry['test_sacrebleu'])}, {with_spread(entry['train_seconds'], '.0f')} s; "
           f"{'a record' if entry['record'] else 'not a record'}", flush=True)

@@ -16,8 +16,8 @@ history, scores, vocabulary and merges). It refuses a checkpoint that another re
 `multi30k` trains chapter 8's German-to-English model by the recipe of a run budget, writing a checkpoint per
 epoch to --out (default runs/multi30k-BUDGET); run the same command again to resume an interrupted run. --set
 changes any field of the recipe (e.g. --set warmup=200 cooldown=0.3), as dataclasses.replace would. It ends
-with validation and test2016 BLEU (--no-test: validation only), and the path of model.safetensors, which `python -m transformer_lib.translate
---checkpoint PATH` uses. Under torchrun it trains with DistributedDataParallel, a process per device:
+with validation and test2016 BLEU (--no-test: validation only), and the path of model.safetensors, which
+`python -m transformer_lib.translate --checkpoint PATH` uses. Under torchrun it trains with DistributedDataParallel, a process per device:
 
     torchrun --nproc_per_node=2 -m transformer_lib.train multi30k --budget full          # 2 processes (CPU: gloo)
     torchrun --nnodes=2 --node_rank=0 --master_addr=HOST --nproc_per_node=8 -m transformer_lib.train multi30k ...
@@ -116,11 +116,12 @@ def _multi30k(args: argparse.Namespace, rank: int, world: int) -> int:
     say = print if rank == 0 else (lambda *a, **k: None)
     budget = args.budget or run_budget()
     recipe = RECIPES[budget] if args.epochs is None else replace(RECIPES[budget], epochs=args.epochs)
-    try:
-        recipe = replace(recipe, **recipe_changes(args.set or []))
-        recipe = recipe if args.seed is None else replace(recipe, seed=args.seed)
-    except (TypeError, ValueError) as err:  # a field a Recipe does not have, or a value its check refuses
-        raise SystemExit(f"error: --{'seed' if 'seed' in str(err) and args.seed is not None else 'set'}: {err}") from None
+    for option, changes in (("set", lambda: recipe_changes(args.set or [])),
+                            ("seed", lambda: {} if args.seed is None else {"seed": args.seed})):
+        try:
+            recipe = replace(recipe, **changes())
+        except (TypeError, ValueError) as err:  # a field a Recipe does not have, or a value its check refuses
+            raise SystemExit(f"error: --{option}: {err}") from None
     if args.subwords is not None:  # 0: whole words; N: chapter 6's BPE with N merges, one for both languages
         recipe = replace(recipe, subwords=args.subwords or None, shared_vocab=bool(args.subwords) or recipe.shared_vocab)
     out = Path(args.out or f"runs/multi30k-{budget}")
@@ -154,7 +155,7 @@ def _multi30k(args: argparse.Namespace, rank: int, world: int) -> int:
 
 
 def recipe_changes(settings: list[str]) -> dict:
-    """{field: value} from FIELD=VALUE strings, each value read as JSON (true, null, 0.5, "wsd") or else as a string;
+    """{field: value} from FIELD=VALUE strings, each value read as JSON (true, null, 0.5) or else as a string;
     ValueError naming the setting that is not FIELD=VALUE or names no field of a Recipe."""
     import json
     from dataclasses import fields
