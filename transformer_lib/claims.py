@@ -128,7 +128,8 @@ def chapter_minutes(book, chapter: str | None = None) -> float:
 
 
 def minutes_promise(book) -> str:
-    """book.yml's promise as words: 'each chapter at most about 10 minutes (chapter 8 about 15)'."""
+    """book.yml's promise as words: 'each chapter at most about 10 minutes', and '(chapter N about M)' for every
+    chapter that cpu_minutes_by_chapter allows longer."""
     longer = [f"chapter {n} about {chapter_minutes(book, c.file):g}" for n, c in enumerate(book.chapters, 1)
               if chapter_minutes(book, c.file) != chapter_minutes(book)]
     return f"each chapter at most about {chapter_minutes(book):g} minutes" + (f" ({', '.join(longer)})" if longer else "")
