@@ -21,6 +21,10 @@ is only read back. Per seed the entry keeps:
   record: its mean over at least 3 seeds must beat the mean of the record it builds on;
 - test2016 sacreBLEU (beam search), reported, never used to choose.
 
+An entry that changes only the beam search of the record it builds on (its length penalty or beam size) trains
+nothing again when that record's folders are under --out: each seed's command resumes a copy of them after the last
+epoch, so its seconds and curve are the record's, and the kept model is chosen and scored again with the new search.
+
 --record writes the entry into benchmarks/speedrun.json (an entry of the same name is replaced), with the command of
 every seed, so that anyone can run it again; entries that did not pay stay, with their numbers. When RECIPES["cpu"]
 changes, --refresh-commands writes every recorded command again against it (tests/test_speedrun.py checks that each
@@ -32,12 +36,14 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import torch
 
+from transformer_lib.checks.translation import DECODING_FIELDS
 from transformer_lib.comparisons import seed_summary, with_spread
 from transformer_lib.runtime import busy_seconds, machine, other_cores, own_cpus
 from transformer_lib.train import recipe_changes
@@ -69,6 +75,30 @@ def command(changes: dict, seed: int, out: Path) -> list[str]:
     sets = [f"{k}={json.dumps(v)}" for k, v in wanted.items() if v != cpu[k] and k != "seed"]
     return [sys.executable, "-m", "transformer_lib.train", "multi30k", "--budget", "cpu", "--seed", str(seed), "--out", str(out),
                     "--no-test", "--quiet"] + (["--set", *sets] if sets else [])
+
+
+def decoding_only(changes: dict, base: dict | None) -> bool:
+    """Whether an entry changes only how the runs of its base choose and decode their kept model (DECODING_FIELDS)."""
+    if base is None:
+        return False
+    ours, theirs = recipe_of(changes).to_dict(), recipe_of(base["changes"]).to_dict()
+    changed = {k for k in ours if ours[k] != theirs[k]}
+    return bool(changed) and changed <= set(DECODING_FIELDS)
+
+
+def reuse_epochs(base_run: dict, folder: Path) -> bool:
+    """Copy a base run's folder, all but its kept model, into `folder`: the entry's command then resumes after the
+    last epoch and only chooses and scores its kept model again. False (train instead) when that folder is not here
+    or `folder` already exists."""
+    words = shlex.split(base_run["command"])
+    source = Path(words[words.index("--out") + 1])
+    if folder.exists() or not (source / "state.safetensors").is_file():
+        return False
+    folder.mkdir(parents=True)
+    for f in source.iterdir():
+        if f.name != "model.safetensors":
+            shutil.copy2(f, folder / f.name)
+    return True
 
 
 def milestones(history: list[dict]) -> dict:
@@ -156,7 +186,14 @@ def main(argv=None) -> int:
     torch.set_num_threads(len(own_cpus()))
     print(f"machine: {machine()}; {args.name!r} on {base['name'] if base else 'the baseline'!r}, changes {changes}",
           flush=True)
-    rows = [run_seed(changes, seed, args.out / f"{slug(args.name)}-seed{seed}") for seed in args.seeds]
+    rows, reuse = [], decoding_only(changes, base)
+    for seed in args.seeds:
+        folder = args.out / f"{slug(args.name)}-seed{seed}"
+        base_run = next((r for r in base["runs"] if r["seed"] == seed), None) if reuse else None
+        if base_run and reuse_epochs(base_run, folder):
+            print(f"seed {seed}: only the beam search changes: the epochs of {base['name']!r} are scored again",
+                  flush=True)
+        rows.append(run_seed(changes, seed, folder))
     entry = entry_of(args.name, base, changes, rows)
     print(f"{args.name}: validation {with_spread(entry['val_sacrebleu'])}, test2016 "
           f"{with_spread(entry['test_sacrebleu'])}, {with_spread(entry['train_seconds'], '.0f')} s; "

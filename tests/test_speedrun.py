@@ -12,7 +12,7 @@ import torch
 from transformer_lib import comparisons
 from transformer_lib.train import main as train_main, recipe_changes
 from transformer_lib.training import rate
-from transformer_lib.translation import RECIPES, Recipe, _build, prepare_data, wsd_rate
+from transformer_lib.translation import RECIPES, Recipe, _build, load_checkpoint, prepare_data, wsd_rate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -108,6 +108,23 @@ def test_the_speedrun_records_each_seed_with_its_command_curve_and_milestones(tm
     assert all(len(r["curve"]) == 3 for r in second["runs"])
     table = comparisons.speedrun_markdown(json.loads(record.read_text()))
     assert "| **tiny** | - |" in table and "| tiny | `epochs=3` |" in table
+
+    # a change of the beam search alone: the record's epochs are resumed and scored again, not trained again
+    done = _speedrun("length penalty", "--on", "tiny", "--set", "length_penalty=1.5", "beam_size=2", "--seeds", "0",
+                     "1", "2", "--out", str(out), "--record", str(record))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("only the beam search changes: the epochs of 'tiny' are scored again") == 3
+    third = json.loads(record.read_text())["entries"][2]
+    for ours, theirs in zip(third["runs"], first["runs"]):
+        assert ours["curve"] == theirs["curve"] and ours["train_seconds"] == theirs["train_seconds"]
+        assert "length_penalty=1.5" in ours["command"] and "beam_size=2" in ours["command"]
+        info = load_checkpoint(out / f"length-penalty-seed{ours['seed']}" / "model.safetensors")[3]
+        assert info["recipe"]["length_penalty"] == 1.5 and info["scores"][info["scores"]["kept"]]["sacrebleu"] == \
+            ours["val_sacrebleu"]
+    entries = json.loads(record.read_text())["entries"]
+    assert comparisons.rescored(third, entries) and not comparisons.rescored(second, entries)
+    rows = comparisons.speedrun_markdown(json.loads(record.read_text())).splitlines()
+    assert [row for row in rows if "(its runs)" in row] == [row for row in rows if "`length_penalty=1.5`" in row]
 
 
 def test_the_speedrun_refuses_an_unknown_record_or_field_before_training(tmp_path):

@@ -3,6 +3,7 @@
 Everything runs on the offline corpus or on tiny models, so no test needs Multi30k or a network.
 """
 import json
+import shutil
 from dataclasses import replace
 
 import pytest
@@ -19,8 +20,8 @@ from transformer_lib.decoding import beam_search, translate_tokens
 from transformer_lib.files import safetensors_digest
 from transformer_lib.model import make_model
 from transformer_lib.translation import (
-    RECIPES, Recipe, TranslationData, average_checkpoints, bleu, load_checkpoint, save_checkpoint, train_translation,
-    translate,
+    RECIPES, Recipe, TranslationData, average_checkpoints, bleu, evaluate_bleu, load_checkpoint, save_checkpoint,
+    train_translation, translate,
 )
 
 TINY = Recipe(n_layers=1, d_model=32, d_ff=64, n_heads=4, dropout=0.1, shared_vocab=False, max_tokens=400, epochs=2, warmup=20,
@@ -139,6 +140,24 @@ def test_a_fast_recipe_trains_like_the_readable_one(data, finished_run, tmp_path
 def test_resuming_with_another_recipe_is_an_error_naming_what_differs(data, finished_run):
     with pytest.raises(ValueError, match=r"different recipe \(d_model differ\)"):
         train_translation(replace(TINY, d_model=64), finished_run.path.parent, data=data, progress=False, log=quiet)
+
+
+def test_a_finished_run_resumed_with_another_beam_search_scores_its_kept_model_again(data, finished_run, tmp_path):
+    """beam_size and length_penalty change no training step: the finished run's epochs are reused, not retrained,
+    and the last epoch and the average are scored again with the new search."""
+    for f in finished_run.path.parent.iterdir():
+        if f.name != "model.safetensors":
+            shutil.copy(f, tmp_path / f.name)
+    lines = []
+    again = train_translation(replace(TINY, length_penalty=1.4, beam_size=3), tmp_path, data=data, progress=False,
+                              log=lines.append, device="cpu")
+    assert lines[0].startswith(f"resuming {tmp_path} after epoch 2")
+    assert again.history == finished_run.history  # no epoch trained again
+    assert any(line.startswith("validation, beam 3, last") for line in lines)
+    assert load_checkpoint(again.path)[3]["recipe"]["length_penalty"] == 1.4
+    expected = evaluate_bleu(load_checkpoint(tmp_path / "epoch_002.safetensors")[0], data.val, data.src_tok,
+                             data.src_vocab, data.tgt_vocab, 3, 1.4, TINY.lower, data.tgt_tok)
+    assert again.scores["last"]["sacrebleu"] == round(expected.sacrebleu, 2)
 
 
 def test_a_corrupt_training_state_is_reported(data, tmp_path):

@@ -12,7 +12,7 @@ from transformer_lib.checks.core import check_int, check_number, check_positive,
 
 __all__ = [
     "check_strings", "check_bleu_inputs", "check_carried_vocabs", "check_recipe", "check_training_run",
-    "check_epoch_batches", "check_shared_vocab", "check_resumable", "check_one_source", "check_training_state",
+    "check_epoch_batches", "check_shared_vocab", "DECODING_FIELDS", "check_resumable", "check_one_source", "check_training_state",
     "check_resume_data", "check_shipped_model",
 ]
 
@@ -130,9 +130,14 @@ def check_shared_vocab(shared_vocab: bool, src_vocab, tgt_vocab) -> None:
         raise ValueError("recipe.shared_vocab is True but data has two vocabularies; build data with this recipe")
 
 
+# fields that only say how the kept model is chosen and decoded after the last epoch: they change no training step
+DECODING_FIELDS = ("beam_size", "length_penalty")
+
+
 def check_resumable(path, saved: dict, recipe: dict) -> None:
-    """A training state may be resumed by the recipe that wrote it, with any number of epochs."""
-    changed = sorted(k for k, v in recipe.items() if k != "epochs" and saved[k] != v)
+    """A training state may be resumed by the recipe that wrote it, with any number of epochs and any beam search
+    (DECODING_FIELDS): a finished run resumed with another length penalty chooses and scores its kept model again."""
+    changed = sorted(k for k, v in recipe.items() if k not in ("epochs", *DECODING_FIELDS) and saved[k] != v)
     if changed:
         raise ValueError(f"{path} was trained with a different recipe ({', '.join(changed)} differ); "
                          "use another out_dir or resume=False")
