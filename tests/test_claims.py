@@ -16,6 +16,7 @@ import yaml
 from transformer_lib import book as bk
 from transformer_lib import claims
 from transformer_lib.runtime import RESULT_KEY, report
+from transformer_lib.translation import RECIPES
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = bk.load_book(ROOT)
@@ -111,6 +112,14 @@ def test_chapter_8_prose_matches_its_runs():
     # scored again by chapter 8's run: what the training run scored when it ended
     assert abs(shipped["val_sacrebleu"] - info["scores"]["last"]["sacrebleu"]) < 0.1
     assert abs(shipped["val_tokenized"] - info["scores"]["last"]["tokenized"]) < 0.1
+
+
+def test_chapter_9_trains_the_speedrun_record_within_ten_minutes_and_says_what_the_record_reached():
+    text, here, raced = markdown(9), RESULTS["fast.speedrun_here"], RESULTS["fast.speedrun"]
+    assert "seven epochs in under ten minutes on two cores" in text
+    assert here["corpus"] == "multi30k" and here["epochs"] == RECIPES["cpu"].epochs == 7 and here["minutes"] < 10
+    assert here["penalty"] == RECIPES["cpu"].length_penalty
+    assert "is reached by\n  the last record" in text and raced["best_test"] >= 40
 
 
 def test_chapter_9_fast_path_is_faster_in_its_run_and_matmuls_take_half_to_two_thirds():
@@ -329,8 +338,6 @@ def test_the_recorded_comparison_of_vocabularies_renders_and_chooses_on_validati
 
 
 def test_both_translation_budgets_take_the_vocabulary_the_seeds_favour():
-    from transformer_lib.translation import RECIPES
-
     best = claims.best_subwords(json.loads((ROOT / claims.SUBWORDS_FILE).read_text()))
     for budget in ("cpu", "full"):
         assert (RECIPES[budget].subwords, RECIPES[budget].shared_vocab) == (best["subwords"], best["shared_vocab"])

@@ -167,6 +167,16 @@ def test_every_recorded_command_trains_its_entrys_recipe_under_todays_cpu_budget
             assert len(entry["runs"]) >= speedrun.MIN_SEEDS, entry["name"]
 
 
+def test_the_cpu_budget_is_the_last_record_of_the_speedrun():
+    """`python -m transformer_lib.train multi30k --budget cpu` trains the speedrun's last record, as chapters 8 and 9
+    say, and the record's commands need no --set."""
+    speedrun = _speedrun_module()
+    record = json.loads((ROOT / "benchmarks" / "speedrun.json").read_text())
+    last = [e for e in record["entries"] if e["record"]][-1]
+    assert RECIPES["cpu"] == speedrun.recipe_of(last["changes"]), last["name"]
+    assert all(" --set " not in run["command"] for run in last["runs"])
+
+
 def test_refreshed_commands_follow_a_new_cpu_budget(tmp_path, monkeypatch):
     speedrun = _speedrun_module()
     changes = {"fast": True, "epochs": 7, "cooldown": 0.3}
