@@ -340,7 +340,7 @@ def _finish(recipe: Recipe, out_dir: Path, data: TranslationData, history: list,
     final = out_dir / "model.safetensors"
     if final.exists():
         model, _, _, info = load_checkpoint(final, device)
-        if info.get("history") == history:  # this run's final model is already there
+        if info.get("history") == history and info.get("recipe") == recipe.to_dict():  # chosen by this recipe already
             return TrainingRun(model, data, history, info["scores"], final)
     last = history[-1]["epoch"]
     paths = [out_dir / f"epoch_{e:03d}.safetensors" for e in range(max(1, last - recipe.average_last + 1), last + 1)]
