@@ -22,8 +22,9 @@ is only read back. Per seed the entry keeps:
 - test2016 sacreBLEU (beam search), reported, never used to choose.
 
 An entry that changes only the beam search of the record it builds on (its length penalty or beam size) trains
-nothing again when that record's folders are under --out: each seed's command resumes a copy of them after the last
-epoch, so its seconds and curve are the record's, and the kept model is chosen and scored again with the new search.
+nothing again where that record's run folders (the --out of its recorded commands) are here: each seed's command
+resumes a copy of its folder after the last epoch, so its seconds and curve are the record's, and the kept model is
+chosen and scored again with the new search.
 
 --record writes the entry into benchmarks/speedrun.json (an entry of the same name is replaced), with the command of
 every seed, so that anyone can run it again; entries that did not pay stay, with their numbers. When RECIPES["cpu"]

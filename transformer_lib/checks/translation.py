@@ -12,8 +12,8 @@ from transformer_lib.checks.core import check_int, check_number, check_positive,
 
 __all__ = [
     "check_strings", "check_bleu_inputs", "check_carried_vocabs", "check_recipe", "check_training_run",
-    "check_epoch_batches", "check_shared_vocab", "DECODING_FIELDS", "check_resumable", "check_one_source", "check_training_state",
-    "check_resume_data", "check_shipped_model",
+    "check_epoch_batches", "check_shared_vocab", "DECODING_FIELDS", "check_resumable", "check_one_source",
+    "check_training_state", "check_resume_data", "check_shipped_model",
 ]
 
 
