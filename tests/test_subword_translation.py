@@ -143,6 +143,7 @@ def test_the_vocabulary_benchmark_runs_and_records(tmp_path, monkeypatch, capsys
 def test_the_recipe_benchmark_chooses_on_validation_and_scores_test_for_the_chosen_run_alone(tmp_path, monkeypatch,
                                                                                            capsys):
     import json
+    import shutil
     import sys
     from pathlib import Path
 
@@ -177,6 +178,60 @@ def test_the_recipe_benchmark_chooses_on_validation_and_scores_test_for_the_chos
     assert bench.main(args) == 0
     again = json.loads(record.read_text())
     assert again["winner"] == "before" and not any("test_sacrebleu" in r for r in claims.recipe_runs(again))
+    # a candidate added later trains alone (--only); the others keep their recorded rows, and the seeds stay
+    monkeypatch.setattr(bench, "base_run", lambda record: before)
+    seeds = {"seeds": [0, 1, 2], "recipes": [{"name": recorded["winner"], "val_sacrebleu": {"mean": 1.0}}]}
+    record.write_text(json.dumps({**recorded, "seeds": seeds}))
+    monkeypatch.setitem(bench.CANDIDATES, "later", dict(epochs=2, smoothing=0.0))
+    shutil.rmtree(tmp_path / "runs" / "two-epochs")  # read from the record, never trained again
+    assert bench.main(args + ["--only", "later"]) == 0
+    later = json.loads(record.read_text())
+    assert [r["name"] for r in later["candidates"]] == ["two epochs", "BPE-dropout", "later"]
+    assert later["seeds"] == seeds and not (tmp_path / "runs" / "two-epochs").exists()
+    for old, new in zip(recorded["candidates"], later["candidates"]):
+        assert {k: v for k, v in old.items() if not k.startswith("test_")} == {
+            k: v for k, v in new.items() if not k.startswith("test_")}
+    runs = claims.recipe_runs(later)
+    leader = max(runs, key=lambda r: r["val_sacrebleu"])
+    # from one seed, "later" never replaces the run chosen before (not in the seeds): it waits for them
+    assert later["winner"] == chosen["name"] and [r for r in runs if "test_sacrebleu" in r] == [
+        next(r for r in later["candidates"] if r["name"] == chosen["name"])]
+    assert later.get("awaiting_seeds") == ("later" if leader["name"] == "later" else None)
+    assert next(r for r in later["candidates"] if r["name"] == chosen["name"])["test_sacrebleu"] == chosen[
+        "test_sacrebleu"]  # as recorded by the call that chose it
+    sys.modules.pop("recipes", None)
+
+
+def test_a_candidate_that_leads_from_one_seed_replaces_the_chosen_run_only_when_its_mean_over_seeds_leads_too(
+        monkeypatch):
+    import sys
+    from pathlib import Path
+
+    from transformer_lib import claims
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import recipes as bench
+
+    def run(name, val):
+        return {"name": name, "val_sacrebleu": val, "val_tokenized": val, "train_seconds": 60.0, "kept": "last"}
+
+    def seeds(**means):
+        return {"seeds": {"recipes": [{"name": n, "val_sacrebleu": {"mean": m}} for n, m in means.items()]}}
+
+    before, chosen, new = run("before", 41.0), run("chosen", 43.0), run("new", 44.0)
+    assert bench.choose([chosen, new], before, {"winner": "chosen"}) == (new, None)  # no seeds yet: validation alone
+    waits = {"winner": "chosen", **seeds(before=42.0, chosen=42.5)}
+    assert bench.choose([chosen, new], before, waits) == (chosen, "new")  # not compared from seeds yet
+    assert bench.choose([chosen, new], before, {**waits, **seeds(before=42.0, chosen=42.5, new=42.4)}) == (
+        chosen, "new")  # its mean trails
+    assert bench.choose([chosen, new], before, {**waits, **seeds(before=42.0, chosen=42.5, new=42.6)}) == (new, None)
+    assert bench.choose([chosen, run("new", 42.0)], before, waits) == (chosen, None)  # trails from its one seed
+    assert bench.choose([chosen, new], before, {"winner": "gone", **seeds(chosen=42.5)}) == (new, None)
+    shown = claims.recipes_markdown({"machine": "here", "processes": 2, "threads": 1, "base": bench.BASE.to_dict(),
+                                     "base_run": before, "candidates": [chosen, new], "winner": "chosen",
+                                     "awaiting_seeds": "new"})
+    assert "new leads on validation from this one seed (44.00 against 43.00)" in shown
+    assert "| last | **43.00 / 43.00** |" in shown  # the chosen run stays in bold
     sys.modules.pop("recipes", None)
 
 

@@ -333,6 +333,12 @@ def recipes_markdown(record: dict) -> str:
         test = f"{run['test_sacrebleu']:.2f} / {run['test_tokenized']:.2f}" if "test_sacrebleu" in run else "not scored here"
         lines.append(f"| {run['name']} | {changed} | {run['train_seconds'] / 60:.0f} min | {run['kept']} | "
                      f"{f'**{val}**' if chosen else val} | {test} |")
+    if record.get("awaiting_seeds"):
+        lead, chosen = (next(r for r in recipe_runs(record) if r["name"] == name)
+                        for name in (record["awaiting_seeds"], record["winner"]))
+        lines += ["", f"{lead['name']} leads on validation from this one seed ({lead['val_sacrebleu']:.2f} against "
+                  f"{chosen['val_sacrebleu']:.2f}), but one seed is not a choice: the chosen run stays until the "
+                  "comparison from seeds below includes it and its mean leads too."]
     if "seeds" in record:
         lines += ["", recipe_seeds_markdown(record)]
     return "\n".join(lines) + "\n"

@@ -427,7 +427,7 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
         return _close(recipe, out_dir, data, model, history, rank, device, log)
 
 
-# %% notebooks/08_translation.ipynb cell 52
+# %% notebooks/08_translation.ipynb cell 53
 class Pretrained(NamedTuple):
     """The shipped model with what it needs to read German and write English."""
     model: EncoderDecoder  # carries its vocabularies and tokenizers, so translate(model, sentence) works
