@@ -1,13 +1,11 @@
 # Hand-written tool module (not generated from a notebook).
 """Numbers the book quotes, read from where they were measured.
 
-Three kinds of record hold every measured number the README and its documents in docs/ quote:
-
-* results that chapters show with `runtime.report(name, text, **values)`: the values ride in the output's metadata
-  of the committed notebook (`notebook_results`);
-* how long each chapter took, written by `python -m transformer_lib.book run --record` to docs/runs.json
-  (`recorded_runs`);
-* the speed benchmark's last recorded run, `python benchmarks/speed.py --record` (benchmarks/speed.json).
+Three kinds of record hold every measured number the README and its documents in docs/ quote: the results that
+chapters show with `runtime.report(name, text, **values)`, whose values ride in the output's metadata of the committed
+notebook (`notebook_results`); how long each chapter took, written by `python -m transformer_lib.book run --record`
+to docs/runs.json (`recorded_runs`); and the benchmarks' recorded runs, `python benchmarks/NAME.py --record`
+(benchmarks/NAME.json).
 
 `python -m transformer_lib.book readme` rewrites the generated blocks, each between
 `<!-- begin NAME (python -m transformer_lib.book readme) -->` and `<!-- end NAME -->`, of every file in `DOCUMENTS`
@@ -27,10 +25,10 @@ from transformer_lib.comparisons import (best_subwords, recipe_seeds_markdown, r
                                         within_noise)
 from transformer_lib.runtime import RESULT_KEY
 
-__all__ = ["DOCUMENTS", "notebook_results", "recorded_runs", "record_run", "chapter_minutes", "minutes_promise", "render_blocks", "readme_problems",
-           "write_readme", "shipped_info", "speed_markdown", "RUNS_FILE", "SPEED_FILE", "SERVE_FILE", "serve_markdown",
-           "subwords_markdown", "best_subwords", "SUBWORDS_FILE", "recipes_markdown", "recipe_runs", "RECIPES_FILE",
-           "seed_summary", "within_noise", "with_spread",
+__all__ = ["DOCUMENTS", "notebook_results", "recorded_runs", "record_run", "chapter_minutes", "minutes_promise",
+           "render_blocks", "readme_problems", "write_readme", "shipped_info", "speed_markdown", "RUNS_FILE",
+           "SPEED_FILE", "SERVE_FILE", "serve_markdown", "subwords_markdown", "best_subwords", "SUBWORDS_FILE",
+           "recipes_markdown", "recipe_runs", "RECIPES_FILE", "seed_summary", "within_noise", "with_spread",
            "subwords_within_noise", "recipe_seeds_markdown", "recipe_seeds_verdict"]
 
 # The files whose generated blocks `book readme` renders and checks, relative to the book's root.
