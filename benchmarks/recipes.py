@@ -16,8 +16,8 @@ validation scores, read from the shipped file while that is still BASE's, and ke
 The winner is the run, candidate or before, with the highest validation sacreBLEU; once the record holds the
 comparison from seeds, a candidate that leads from one seed replaces the winner only when its mean over the seeds
 leads too, and until then the record names it as awaiting them. Test2016 is scored for a winning candidate alone,
-after the choice, and never used to choose. `--record` writes benchmarks/recipes.json, which
-chapter 8 renders; the comparison from seeds (--seeds) already in it stays.
+after the choice, and never used to choose. `--record` writes benchmarks/recipes.json, which chapter 8 renders;
+the comparison from seeds (--seeds) already in it stays.
 """
 from __future__ import annotations
 
@@ -193,8 +193,10 @@ def main(argv=None) -> int:
     base = base_run(args.record)
     winner, awaiting = choose(rows, base, previous)
     if awaiting:
+        # --seeds records the recipes it trains alone: name the chosen run's recipe too, or its seeds are lost
+        both = " ".join(f'"{name}"' for name in (winner["name"], awaiting) if name in CANDIDATES)
         print(f"{awaiting} leads on validation from one seed; it replaces {winner['name']} once its mean from the "
-              f"seeds leads too: python benchmarks/recipes.py --seeds 0 1 2 --only ... --record")
+              f"seeds leads too: python benchmarks/recipes.py --seeds 0 1 2 --only {both} --record")
     if winner is base:
         print(f"chosen on validation: {winner['name']}, the model the book ships; no candidate beat it")
     elif winner["name"] not in args.only:  # chosen before: its test2016 score as recorded then
