@@ -151,7 +151,8 @@ def entry_of(name: str, base: dict | None, changes: dict, rows: list[dict]) -> d
              "machine": machine(), **summary, "runs": rows}
     entry["within_limit"] = all(r["train_seconds"] <= LIMIT for r in rows)
     if base:
-        entry["gain"] = round(summary["val_sacrebleu"]["mean"] - base["val_sacrebleu"]["mean"], 2)
+        # + 0.0: a tie is recorded as 0.0, never -0.0
+        entry["gain"] = round(summary["val_sacrebleu"]["mean"] - base["val_sacrebleu"]["mean"], 2) + 0.0
     entry["record"] = entry["within_limit"] and len(rows) >= MIN_SEEDS and (base is None or entry["gain"] > 0)
     return entry
 

@@ -197,3 +197,17 @@ def test_milestone_times_count_the_seeds_that_got_there():
     assert comparisons.milestone_time(runs, 30) == "3.0"
     assert comparisons.milestone_time(runs, 35) == "5.0 (1/2)"
     assert comparisons.milestone_time([runs[0]], 35) == "-"
+
+
+def test_a_tie_reads_as_no_gain_and_a_gain_keeps_its_sign():
+    assert comparisons.signed(-0.0) == comparisons.signed(0.004) == comparisons.signed(-0.004) == "0.00"
+    assert comparisons.signed(0.28) == "+0.28" and comparisons.signed(-0.15) == "-0.15"
+    entry = {"name": "tie", "on": "base", "changes": {"factor": 0.7}, "record": False, "gain": -0.0,
+             "val_sacrebleu": {"mean": 40.0, "sd": 0.1, "min": 39.9, "max": 40.1, "n": 3},
+             "test_sacrebleu": {"mean": 40.0, "sd": 0.1, "min": 39.9, "max": 40.1, "n": 3},
+             "train_seconds": {"mean": 540.0}, "runs": [{"curve": [[540.0, 38.0]], "milestones": {"25": 540.0}}]}
+    base = {**entry, "name": "base", "on": None, "changes": {}, "record": True}
+    del base["gain"]
+    table = comparisons.speedrun_markdown({"entries": [base, entry], "milestones": [25], "limit_seconds": 600,
+                                           "machine": "x"} | {"entries": [{**e, "machine": "x"} for e in (base, entry)]})
+    assert "(0.00)" in table and "-0.00" not in table and "+0.00" not in table

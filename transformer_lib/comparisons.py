@@ -7,7 +7,8 @@ the benchmarks use them too."""
 from __future__ import annotations
 
 __all__ = ["seed_summary", "within_noise", "with_spread", "best_subwords", "subwords_within_noise", "subwords_markdown",
-           "recipe_seeds_verdict", "recipe_seeds_markdown", "milestone_time", "rescored", "speedrun_markdown"]
+           "recipe_seeds_verdict", "recipe_seeds_markdown", "signed", "milestone_time", "rescored",
+           "speedrun_markdown"]
 
 
 def seed_summary(values) -> dict:
@@ -118,6 +119,11 @@ def recipe_seeds_markdown(record: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def signed(gain: float) -> str:
+    """A gain to the hundredth with its sign; one that rounds to zero is a tie, "0.00" (never "-0.00")."""
+    return "0.00" if round(gain, 2) == 0 else f"{gain:+.2f}"
+
+
 def milestone_time(runs: list[dict], goal: int) -> str:
     """When the seeds' greedy validation sacreBLEU first reached `goal`: their mean training time in minutes, with
     how many seeds got there when not all did; "-" when none did."""
@@ -158,7 +164,7 @@ def speedrun_markdown(record: dict) -> str:
         own = {k: v for k, v in e["changes"].items() if base is None or base["changes"].get(k, object()) != v}
         changed = ", ".join(f"`{k}={v}`" for k, v in own.items()) or "nothing"
         name = f"**{e['name']}**" if e["record"] else e["name"]
-        gain = f" ({e['gain']:+.2f})" if "gain" in e else ""
+        gain = f" ({signed(e['gain'])})" if "gain" in e else ""
         minutes = f"{e['train_seconds']['mean'] / 60:.1f} min" + (" (its runs)" if rescored(e, entries) else "")
         lines.append(f"| {name} | {e['on'] or '-'} | {changed} | {minutes} | "
                      f"{with_spread(e['val_sacrebleu'])}{gain} | {with_spread(e['test_sacrebleu'])} | "
