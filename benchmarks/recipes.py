@@ -17,7 +17,9 @@ The winner is the run, candidate or before, with the highest validation sacreBLE
 comparison from seeds, a candidate that leads from one seed replaces the winner only when its mean over the seeds
 leads too, and until then the record names it as awaiting them. Test2016 is scored for a winning candidate alone,
 after the choice, and never used to choose. `--record` writes benchmarks/recipes.json, which chapter 8 renders;
-the comparison from seeds (--seeds) already in it stays.
+the comparison from seeds (--seeds) already in it stays. --seeds --record replaces the recipes it trains in that
+comparison and keeps the others, where the comparison was measured alike (machine, device, dtype and seeds);
+otherwise it replaces the whole comparison and says so.
 """
 from __future__ import annotations
 
@@ -104,8 +106,23 @@ def seed_comparison(args) -> int:
              "recipes": rows}
     if args.record:
         record = json.loads(args.record.read_text(encoding="utf-8")) if args.record.is_file() else {}
-        save_record(args.record, {**record, "seeds": seeds})
+        merged = merged_seeds(record.get("seeds"), seeds)
+        if record.get("seeds") and merged is seeds:
+            print("the comparison from seeds recorded before was measured otherwise (machine, device, dtype or "
+                  "seeds): it is replaced, not merged", flush=True)
+        save_record(args.record, {**record, "seeds": merged})
     return 0
+
+
+def merged_seeds(before: dict | None, seeds: dict) -> dict:
+    """The comparison from seeds to record: `seeds`, with the recipes of the one recorded `before` that it did not
+    train again, where that one was measured alike (the same machine, device, dtype and seeds); else `seeds` alone,
+    since means from different machines or seeds do not compare."""
+    if not before or any(before.get(k) != seeds[k] for k in ("machine", "device", "float32", "seeds")):
+        return seeds
+    new = {r["name"]: r for r in seeds["recipes"]}
+    recipes = [new.pop(r["name"], r) for r in before["recipes"]]  # retrained in place, the others as they were
+    return {**seeds, "recipes": recipes + list(new.values())}
 
 
 def run_workers(names: list[str], out: Path, threads: int) -> list[int]:
@@ -193,7 +210,7 @@ def main(argv=None) -> int:
     base = base_run(args.record)
     winner, awaiting = choose(rows, base, previous)
     if awaiting:
-        # --seeds records the recipes it trains alone: name the chosen run's recipe too, or its seeds are lost
+        # name the chosen run's recipe too: --seeds keeps recorded recipes only where measured alike (merged_seeds)
         both = " ".join(f'"{name}"' for name in (winner["name"], awaiting) if name in CANDIDATES)
         print(f"{awaiting} leads on validation from one seed; it replaces {winner['name']} once its mean from the "
               f"seeds leads too: python benchmarks/recipes.py --seeds 0 1 2 --only {both} --record")

@@ -321,3 +321,27 @@ def test_bpe_dropout_needs_subwords_and_the_raw_training_pairs(monkeypatch, tmp_
     data = replace(tr.prepare_data(SUBWORDS), train_text=[])
     with pytest.raises(ValueError, match="data.train_text holds 0 of the 300"):
         train_translation(replace(SUBWORDS, bpe_dropout=0.1), tmp_path, data=data, progress=False, device="cpu")
+
+
+def test_a_seed_comparison_merges_into_the_recorded_one_only_when_measured_alike(monkeypatch):
+    import sys
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import recipes as bench
+
+    def comparison(machine, **means):
+        return {"machine": machine, "device": "cuda", "float32": True, "seeds": [0, 1, 2],
+                "recipes": [{"name": n, "val_sacrebleu": {"mean": m}} for n, m in means.items()]}
+
+    recorded = comparison("H200", before=42.0, chosen=42.5, other=41.0)
+    again = comparison("H200", before=42.1, new=42.6)  # before trained again, new added, chosen and other kept
+    merged = bench.merged_seeds(recorded, again)
+    assert [(r["name"], r["val_sacrebleu"]["mean"]) for r in merged["recipes"]] == [
+        ("before", 42.1), ("chosen", 42.5), ("other", 41.0), ("new", 42.6)]
+    assert {k: v for k, v in merged.items() if k != "recipes"} == {k: v for k, v in again.items() if k != "recipes"}
+    assert [r["name"] for r in recorded["recipes"]] == ["before", "chosen", "other"]  # the record read is untouched
+    for field, value in (("machine", "A100"), ("device", "cpu"), ("float32", False), ("seeds", [0, 1])):
+        assert bench.merged_seeds(recorded, {**again, field: value}) == {**again, field: value}  # means don't mix
+    assert bench.merged_seeds(None, again) is again
+    sys.modules.pop("recipes", None)
