@@ -326,10 +326,11 @@ def from_llama(source, config=None) -> ModernGPT:
     g = get("num_key_value_heads", h)
     rope = get("rope_parameters") or {}
     model = ModernGPT(BlockConfig(
-        get("vocab_size"), get("num_hidden_layers"), get("hidden_size"), h, get("intermediate_size"),
-        get("attention_dropout", 0.0), get("max_position_embeddings"), "rms", "swiglu", "rope", g, False,
-        d_hidden=get("intermediate_size"), rope_base=float(rope.get("rope_theta") or get("rope_theta", 10000.0)),
-        norm_eps=get("rms_norm_eps", 1e-6), scale_embeddings=False, tie_head=bool(get("tie_word_embeddings", False))))
+        vocab_size=get("vocab_size"), n_layers=get("num_hidden_layers"), d_model=get("hidden_size"), n_heads=h,
+        d_ff=get("intermediate_size"), dropout=get("attention_dropout", 0.0), context=get("max_position_embeddings"),
+        norm="rms", ffn="swiglu", positions="rope", n_kv_heads=g, bias=False, d_hidden=get("intermediate_size"),
+        rope_base=float(rope.get("rope_theta") or get("rope_theta", 10000.0)), norm_eps=get("rms_norm_eps", 1e-6),
+        scale_embeddings=False, tie_head=bool(get("tie_word_embeddings", False))))
     names = {"input_layernorm": "norm_1", "post_attention_layernorm": "norm_2", "self_attn.q_proj": "attn.w_q",
              "self_attn.k_proj": "attn.w_k", "self_attn.v_proj": "attn.w_v", "self_attn.o_proj": "attn.w_o",
              "mlp.gate_proj": "ffn.w_1", "mlp.up_proj": "ffn.w_3", "mlp.down_proj": "ffn.w_2"}
