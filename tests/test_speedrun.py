@@ -124,7 +124,7 @@ def test_the_speedrun_records_each_seed_with_its_command_curve_and_milestones(tm
     entries = json.loads(record.read_text())["entries"]
     assert comparisons.rescored(third, entries) and not comparisons.rescored(second, entries)
     rows = comparisons.speedrun_markdown(json.loads(record.read_text())).splitlines()
-    assert [row for row in rows if "(its runs)" in row] == [row for row in rows if "`length_penalty=1.5`" in row]
+    assert [row for row in rows if "(its base's runs)" in row] == [row for row in rows if "`length_penalty=1.5`" in row]
 
 
 def test_the_speedrun_refuses_an_unknown_record_or_field_before_training(tmp_path):
@@ -210,4 +210,5 @@ def test_a_tie_reads_as_no_gain_and_a_gain_keeps_its_sign():
     del base["gain"]
     table = comparisons.speedrun_markdown({"entries": [base, entry], "milestones": [25], "limit_seconds": 600,
                                            "machine": "x"} | {"entries": [{**e, "machine": "x"} for e in (base, entry)]})
-    assert "(0.00)" in table and "-0.00" not in table and "+0.00" not in table
+    assert "| 0.00 |" in table and "-0.00" not in table and "+0.00" not in table
+    assert "| tie | base | `factor=0.7` |" in table  # the changes as `--set` reads them (JSON)

@@ -6,6 +6,8 @@ of the recorded comparisons of vocabularies (benchmarks/subwords.py) and of reci
 the benchmarks use them too."""
 from __future__ import annotations
 
+import json
+
 __all__ = ["seed_summary", "within_noise", "with_spread", "best_subwords", "subwords_within_noise", "subwords_markdown",
            "recipe_seeds_verdict", "recipe_seeds_markdown", "signed", "milestone_time", "rescored",
            "speedrun_markdown"]
@@ -150,23 +152,24 @@ def speedrun_markdown(record: dict) -> str:
              f"the changes of the record it builds on and its own, trained from "
              f"{' or '.join(str(n) for n in sorted({e['val_sacrebleu']['n'] for e in entries}))} seeds one after the "
              f"other by `python -m transformer_lib.train multi30k --budget cpu --set ...`; at most "
-             f"{record['limit_seconds'] // 60} minutes of training. An entry is a record when its mean validation "
-             "sacreBLEU (beam 5, the model the run kept) over at least 3 seeds beats the record it builds on; "
-             "test2016 is reported, never "
-             "used to choose. The minutes to each milestone are when the greedy validation sacreBLEU, scored after "
-             "every epoch off the clock, first reached it. An entry that changes only the beam search does not train: "
-             "it scores the runs of the record it builds on again (their minutes).", "",
-             "| entry | builds on | changes | training | validation sacreBLEU | test2016 sacreBLEU | "
+             f"{record['limit_seconds'] // 60} minutes of training. An entry is a record (in bold) when its mean "
+             "validation sacreBLEU (beam 5, the model the run kept) over at least 3 seeds beats the record it builds "
+             "on by the gain shown; test2016 is reported, never used to choose. The minutes to each milestone are "
+             "when the greedy validation sacreBLEU, scored after every epoch off the clock, first reached it: the "
+             "mean over the seeds, with (k/n) where only k of the n seeds reached it. An entry that changes only the "
+             "beam search does not train: it scores the runs of the record it builds on again, and shows their "
+             "minutes (its base's runs).", "",
+             "| entry | builds on | changes | training | validation sacreBLEU | gain | test2016 sacreBLEU | "
              + " | ".join(f"min to {g}" for g in goals) + " |",
-             "|---|---|---|---|---|---|" + "---|" * len(goals)]
+             "|---|---|---|---|---|---|---|" + "---|" * len(goals)]
     for e in entries:
         base = next((b for b in entries if b["name"] == e["on"]), None)
         own = {k: v for k, v in e["changes"].items() if base is None or base["changes"].get(k, object()) != v}
-        changed = ", ".join(f"`{k}={v}`" for k, v in own.items()) or "nothing"
+        changed = ", ".join(f"`{k}={json.dumps(v)}`" for k, v in own.items()) or "nothing"  # as --set reads them
         name = f"**{e['name']}**" if e["record"] else e["name"]
-        gain = f" ({signed(e['gain'])})" if "gain" in e else ""
-        minutes = f"{e['train_seconds']['mean'] / 60:.1f} min" + (" (its runs)" if rescored(e, entries) else "")
-        lines.append(f"| {name} | {e['on'] or '-'} | {changed} | {minutes} | "
-                     f"{with_spread(e['val_sacrebleu'])}{gain} | {with_spread(e['test_sacrebleu'])} | "
+        gain = signed(e["gain"]) if "gain" in e else "-"
+        minutes = f"{e['train_seconds']['mean'] / 60:.1f} min" + (" (its base's runs)" if rescored(e, entries) else "")
+        lines.append(f"| {name} | {e['on'] or '-'} | {changed} | {minutes} | {with_spread(e['val_sacrebleu'])} | "
+                     f"{gain} | {with_spread(e['test_sacrebleu'])} | "
                      + " | ".join(milestone_time(e["runs"], g) for g in goals) + " |")
     return "\n".join(lines) + "\n"
