@@ -433,6 +433,7 @@ STATED = {
     ("05", "4000"): ("the paper's warmup, section 5.3", None),
     ("06", "40"): ("the padding of the figure's sixteen sentences in random batches of four", None),
     ("08", "4.5"): ("the paper's 4.5 million WMT 2014 sentence pairs, section 5.1", None),
+    ("11", "3.2"): ("Llama 3.2, a release whose small models tie their head", None),
 }
 _MEASURED = re.compile(r"(?<![\w.$])\d[\d,]*\.\d+(%|x\b)?|(?<![\w.$])\d[\d,]*%|(?<![\w.$-])\d[\d,]*(?= ?(min|minutes|seconds|s|"
                        r"epochs|steps|hours|x)\b)")
