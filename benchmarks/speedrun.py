@@ -26,6 +26,10 @@ nothing again where that record's run folders (the --out of its recorded command
 resumes a copy of its folder after the last epoch, so its seconds and curve are the record's, and the kept model is
 chosen and scored again with the new search.
 
+A trained seed whose epochs are more than PACE_LIMIT times slower than its base's, where the entry's changes leave
+the work of an epoch as it was (SAME_WORK), stops the entry before it is recorded: the machine is slower than the
+one that recorded the base, though machine() may name both alike, and its minutes would not compare.
+
 --record writes the entry into benchmarks/speedrun.json (an entry of the same name is replaced), with the command of
 every seed, so that anyone can run it again; entries that did not pay stay, with their numbers. When RECIPES["cpu"]
 changes, --refresh-commands writes every recorded command again against it (tests/test_speedrun.py checks that each
@@ -59,6 +63,12 @@ from recording import HERE, save_record
 MILESTONES = (25, 30, 35, 40)
 LIMIT = 600  # seconds of training a speedrun recipe may take
 MIN_SEEDS = 3  # the fewest seeds a record rests on
+# Recipe fields that leave the work of an epoch as it was (its batches, its model, its path): an entry changing only
+# these trains an epoch about as fast as its base on the same machine, and PACE_LIMIT times slower means another one.
+SAME_WORK = {"seed", "epochs", "warmup", "factor", "cooldown", "smoothing", "dropout", "clip_norm", "beam_size",
+             "length_penalty", "average_last"}
+PACE_LIMIT = 1.5
+PACE_MIN_SECONDS = 10.0  # shorter epochs (tiny test recipes) vary too much from run to run to compare
 
 
 def slug(name: str) -> str:
@@ -100,6 +110,25 @@ def reuse_epochs(base_run: dict, folder: Path) -> bool:
         if f.name != "model.safetensors":
             shutil.copy2(f, folder / f.name)
     return True
+
+
+def pace_error(changes: dict, base: dict | None, row: dict) -> str | None:
+    """Why a trained seed's minutes cannot join the record (None: they can). Where the entry does the base's work per
+    epoch (SAME_WORK), an epoch more than PACE_LIMIT times slower than the base's measures a slower machine, not the
+    change: machine() names a CPU model's family, and two machines of one name can differ twofold."""
+    if base is None or "curve" not in row:
+        return None
+    ours, theirs = recipe_of(changes).to_dict(), recipe_of(base["changes"]).to_dict()
+    if any(ours[k] != theirs[k] for k in ours if k not in SAME_WORK):
+        return None
+    paces = [r["train_seconds"] / len(r["curve"]) for r in base["runs"]]
+    pace, expected = row["train_seconds"] / len(row["curve"]), sum(paces) / len(paces)
+    if expected < PACE_MIN_SECONDS or pace <= PACE_LIMIT * expected:
+        return None
+    return (f"seed {row['seed']} trained an epoch in {pace:.1f} s, {pace / expected:.1f} times the {expected:.1f} s of "
+            f"{base['name']!r}, whose recipe does the same work per epoch: this machine ({machine()}) is slower than "
+            f"the one that recorded it, and its minutes do not compare with the record's. Run the entry on that "
+            f"machine, or train the records it builds on again here; nothing was recorded")
 
 
 def milestones(history: list[dict]) -> dict:
@@ -196,6 +225,10 @@ def main(argv=None) -> int:
             print(f"seed {seed}: only the beam search changes: the epochs of {base['name']!r} are scored again",
                   flush=True)
         rows.append(run_seed(changes, seed, folder))
+        error = pace_error(changes, base, rows[-1])
+        if error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
     entry = entry_of(args.name, base, changes, rows)
     print(f"{args.name}: validation {with_spread(entry['val_sacrebleu'])}, test2016 "
           f"{with_spread(entry['test_sacrebleu'])}, {with_spread(entry['train_seconds'], '.0f')} s; "

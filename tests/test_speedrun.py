@@ -212,3 +212,19 @@ def test_a_tie_reads_as_no_gain_and_a_gain_keeps_its_sign():
                                            "machine": "x"} | {"entries": [{**e, "machine": "x"} for e in (base, entry)]})
     assert "| 0.00 |" in table and "-0.00" not in table and "+0.00" not in table
     assert "| tie | base | `factor=0.7` |" in table  # the changes as `--set` reads them (JSON)
+
+
+def test_a_seed_trained_on_a_slower_machine_stops_the_entry_where_its_work_per_epoch_is_the_bases():
+    speedrun = _speedrun_module()
+    base = {"name": "record", "changes": {"fast": True, "epochs": 7},
+            "runs": [{"seed": s, "train_seconds": t, "curve": [[0, 0]] * 7} for s, t in ((0, 540.0), (1, 560.0))]}
+    slow = {"seed": 0, "train_seconds": 7 * 153.0, "curve": [[0, 0]] * 7}
+    error = speedrun.pace_error({**base["changes"], "warmup": 200}, base, slow)
+    assert "seed 0 trained an epoch in 153.0 s, 1.9 times the 78.6 s of 'record'" in error
+    assert "nothing was recorded" in error
+    assert speedrun.pace_error({**base["changes"], "warmup": 200}, base, {**slow, "train_seconds": 7 * 110.0}) is None
+    assert speedrun.pace_error({**base["changes"], "max_tokens": 1500}, base, slow) is None  # other work per epoch
+    assert speedrun.pace_error({**base["changes"], "fast": False}, base, slow) is None  # the readable path
+    assert speedrun.pace_error(base["changes"], None, slow) is None  # the baseline builds on nothing
+    tiny = {**base, "runs": [{"seed": 0, "train_seconds": 7 * 2.0, "curve": [[0, 0]] * 7}]}
+    assert speedrun.pace_error(base["changes"], tiny, {**slow, "train_seconds": 7 * 5.0}) is None  # too short to tell
