@@ -266,6 +266,14 @@ def _smoothed_keeps_padding_rows(target, vocab, pad, eps):
     return dist
 
 
+def _smoothed_float32(target, vocab, pad, eps):
+    return solutions(5).smoothed(target, vocab, pad, eps).float()
+
+
+def _smoothed_padding_is_zero(target, vocab, pad, eps):
+    return solutions(5).smoothed(target, vocab, 0, eps)  # padding_idx ignored
+
+
 def _smoothed_padding_column(target, vocab, pad, eps):
     dist = torch.full((len(target), vocab), eps / (vocab - 2), dtype=torch.float64)
     dist[torch.arange(len(target)), target] = 1 - eps
@@ -439,6 +447,8 @@ MISTAKES = [
     ("5.2", _smoothed_over_v_minus_1, "not 0.3/6"),
     ("5.2", _smoothed_keeps_padding_rows, "its row must be all zeros"),
     ("5.2", _smoothed_padding_column, "column padding_idx must be 0"),
+    ("5.2", _smoothed_float32, "return float64, as the exercise asks"),
+    ("5.2", _smoothed_padding_is_zero, "is padding taken to be id 0?"),
     ("5.3", lambda v: 0.0, "so the probabilities pass through a softmax again"),
     ("5.3", lambda v: math.log(v), "for vocab_size=2 the lowest loss is 0.3133, got 0.6931"),
     ("5.4", lambda counts: [1 / len(counts)] * len(counts), "weight each by its share of the step's tokens"),

@@ -28,7 +28,10 @@ def _(smoothed):
     from transformer_lib.training import LabelSmoothing
     vocab, pad, eps = 7, 0, 0.3
     target = torch.tensor([3, 0, 6, 1])
-    got = _tensor("smoothed(target, vocab_size, padding_idx, smoothing)", smoothed(target, vocab, pad, eps), (4, vocab))
+    out = smoothed(target, vocab, pad, eps)
+    got = _tensor("smoothed(target, vocab_size, padding_idx, smoothing)", out, (4, vocab))
+    if out.dtype != torch.float64:  # float32 holds 1 - 0.3 only to about 1e-8, far from the 1e-9 checked below
+        raise Wrong(f"return float64, as the exercise asks (got {out.dtype}): the checks compare to 1e-9")
     want = LabelSmoothing(vocab, pad, eps).target_distribution(target, torch.float64)
     if got[1].abs().sum() > 1e-9:
         raise Wrong("a padding target (row 1) contributes nothing to the loss: its row must be all zeros")
@@ -42,6 +45,12 @@ def _(smoothed):
     where = _first_mismatch(got, want, 1e-9)
     if where:
         raise Wrong(f"the smoothed distribution differs from chapter 5's: {where}")
+    target, pad = torch.tensor([2, 4, 0, 5]), 4  # padding elsewhere than id 0
+    got = _tensor("smoothed(target, vocab_size, padding_idx, smoothing)", smoothed(target, vocab, pad, eps), (4, vocab))
+    where = _first_mismatch(got, LabelSmoothing(vocab, pad, eps).target_distribution(target, torch.float64), 1e-9)
+    if where:
+        raise Wrong(f"with padding_idx {pad} (target {target.tolist()}) the distribution differs from chapter 5's: "
+                    f"{where}; is padding taken to be id 0?")
     return "Each real row sums to 1: 1 - smoothing on the target, the rest shared by the other real tokens."
 
 

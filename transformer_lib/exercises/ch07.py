@@ -20,9 +20,10 @@ def _(length_penalty):
                             f"** alpha, which is 1 for a one-token hypothesis (length {length}, alpha {alpha}: "
                             f"{want:.4f}, got {got:.4f})")
             raise Wrong(f"for length {length} and alpha {alpha} the penalty is {want:.4f}, got {got:.4f}")
-    short, long = -4.0 / length_penalty(5, 0.6), -5.0 / length_penalty(9, 0.6)
-    return (f"With alpha 0.6, -5.0 over 9 tokens scores {long:.3f} and beats -4.0 over 5 tokens ({short:.3f}); with "
-            "alpha 0 the shorter one would win.")
+    short, long = -4.0 / length_penalty(5, 0.6), -4.6 / length_penalty(9, 0.6)
+    winner = "the 9-token one wins" if long > short else "the 5-token one still wins"
+    return (f"With alpha 0.6 the 5-token hypothesis scores {short:.3f} and the 9-token one {long:.3f}: {winner}; with "
+            "alpha 0 the penalty is 1, the log-probabilities decide (-4.0 against -4.6), and the 5-token one wins.")
 
 
 @_exercise("7.2", "the next beams")
