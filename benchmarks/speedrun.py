@@ -115,7 +115,7 @@ def reuse_epochs(base_run: dict, folder: Path) -> bool:
 def pace_error(changes: dict, base: dict | None, row: dict) -> str | None:
     """Why a trained seed's minutes cannot join the record (None: they can). Where the entry does the base's work per
     epoch (SAME_WORK), an epoch more than PACE_LIMIT times slower than the base's measures a slower machine, not the
-    change: machine() names a CPU model's family, and two machines of one name can differ twofold."""
+    change: machine() names a CPU model's family, and two machines of one name can differ widely."""
     if base is None or "curve" not in row:
         return None
     ours, theirs = recipe_of(changes).to_dict(), recipe_of(base["changes"]).to_dict()
