@@ -353,6 +353,7 @@ MISTAKES = [
     ("2.3", lambda size: torch.ones(size, size).tril(), "should return a bool tensor"),
     ("2.4", lambda d_k: 1.0, "for d_k=4 the variance of q . k"),
     ("2.4", lambda d_k: solutions(2).score_variance(d_k) / d_k, "got 0.99"),
+    ("2.4", lambda d_k: 1.25 * d_k, "draw 10,000 pairs or more"),  # a correct idea on too few pairs
     ("2.5", lambda x, h: x.view(x.size(0), h, x.size(1), x.size(2) // h),
      "view as (B, T, heads, d_k), then transpose(1, 2)"),
     ("2.5", lambda x, h: x.view(x.size(0), x.size(1), h, -1), "should return shape (2, 4, 3, 2)"),

@@ -97,6 +97,9 @@ def _(score_variance):
     for d_k in (4, 64):
         got = score_variance(d_k)
         got = float(got)
+        if math.isfinite(got) and 0.15 * d_k < abs(got - d_k) <= 0.4 * d_k:
+            raise Wrong(f"for d_k={d_k} the variance of q . k is {d_k}, and {got:.3f} is near it but more than 15% off: "
+                        "an estimate from few pairs is noisy; draw 10,000 pairs or more")
         if not math.isfinite(got) or abs(got - d_k) > 0.15 * d_k:
             raise Wrong(f"for d_k={d_k} the variance of q . k (entries of unit variance, before any scaling) is about "
                         f"{d_k}: a sum of {d_k} products of variance 1; got {got:.3f}")
