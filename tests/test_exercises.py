@@ -371,6 +371,9 @@ MISTAKES = [
     ("3.3", lambda d_model, d_ff: 2 * d_model * d_ff + 2 * d_model, "has 2,099,712 parameters, got 2098176"),
     ("3.4", _ffn_share_without_norms, "the two layer norms' gains and biases too"),
     ("3.4", lambda d_model, d_ff: 0.5, "got 0.5000"),
+    ("3.4", lambda d_model, d_ff: 2 * d_model * d_ff / (4 * d_model**2 + 2 * d_model * d_ff + 4 * d_model),
+     "every nn.Linear of the layer has a bias"),  # the paper's projections, without biases
+    ("3.4", lambda d_model, d_ff: 0.666071, "at d_model=64, d_ff=96"),  # the paper's size, hard-coded
     ("4.1", _parameters_without_generator_bias, "the generator's linear layer has a bias"),
     ("4.1", _parameters_without_cross_attention, "each decoder layer has a second attention"),
     ("4.1", lambda v, n, d, f, shared: solutions(4).model_parameters(v, n, d, f, False), "are one tensor"),
