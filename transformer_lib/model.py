@@ -192,7 +192,7 @@ def build_model(config: ModelConfig) -> EncoderDecoder:
         model.tgt_embed[0].embedding.weight = model.src_embed[0].embedding.weight
         model.generator.proj.weight = model.src_embed[0].embedding.weight
     tables = {id(p) for m in model.modules() if isinstance(m, (TokenEmbedding, LearnedPositionalEmbedding))
-              for p in m.parameters()}  # keep N(0, 1/d_model) from chapter 1: unit variance after the sqrt(d) scale
+              for p in m.parameters()}  # chapter 1's N(0, 1/d_model) stays (token vectors: unit variance after sqrt(d))
     for p in model.parameters():  # each shared parameter once
         if p.dim() > 1 and id(p) not in tables:
             nn.init.xavier_uniform_(p)
