@@ -32,7 +32,7 @@ from pathlib import Path
 
 import torch
 
-from transformer_lib.comparisons import seed_summary, with_spread
+from transformer_lib.comparisons import check_distinct_seeds, seed_summary, with_spread
 from transformer_lib.fast import speed_up
 from transformer_lib.runtime import default_device, machine, torch_threads
 from transformer_lib.translation import Recipe, evaluate_bleu, load_checkpoint, prepare_data, train_translation
@@ -88,7 +88,9 @@ def train_seed(name: str, seed: int, out: str, float32: bool) -> dict:
 
 
 def seed_comparison(args) -> int:
-    """--seeds: every recipe once per seed; their mean and spread, added to the record as "seeds"."""
+    """--seeds: every recipe once per seed; their mean and spread, added to the record as "seeds" (ValueError for a
+    seed given twice, before anything trains: it would count as another seed)."""
+    check_distinct_seeds(args.seeds)
     names = [BEFORE] + args.only
     tasks = [(name, seed, str(args.out), args.float32) for name in names for seed in args.seeds]
     device = default_device()

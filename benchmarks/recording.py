@@ -10,6 +10,7 @@ import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from transformer_lib.comparisons import check_distinct_seeds
 from transformer_lib.files import write_atomically
 
 HERE = Path(__file__).resolve().parent
@@ -23,9 +24,22 @@ def add_common_options(parser: argparse.ArgumentParser, record_name: str,
                         help=f"write the results as JSON (default FILE: benchmarks/{record_name})")
 
 
+class DistinctSeeds(argparse.Action):
+    """--seeds S [S ...], refusing a seed given twice (a usage error naming it): a repeated seed trains the same run,
+    which a record would count as another seed with no spread."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        try:
+            check_distinct_seeds(values, option_string or "--seeds")
+        except ValueError as err:
+            parser.error(str(err))
+        setattr(namespace, self.dest, values)
+
+
 def add_seed_options(parser: argparse.ArgumentParser, default: tuple[int, ...] = (0, 1, 2)) -> None:
-    """--seeds S [S ...] (each variant trains once per seed) and --jobs N (runs at a time, a process each)."""
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(default), metavar="SEED",
+    """--seeds S [S ...] (each variant trains once per seed, each seed once) and --jobs N (runs at a time, a process
+    each)."""
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(default), metavar="SEED", action=DistinctSeeds,
                         help="train every variant once per seed"
                         + (f" (default {' '.join(map(str, default))})" if default else ""))
     parser.add_argument("--jobs", type=int, default=1,

@@ -49,7 +49,7 @@ from pathlib import Path
 import torch
 
 from transformer_lib.checks.translation import DECODING_FIELDS
-from transformer_lib.comparisons import seed_summary, with_spread
+from transformer_lib.comparisons import check_distinct_seeds, seed_summary, with_spread
 from transformer_lib.runtime import busy_seconds, machine, other_cores, own_cpus
 from transformer_lib.train import recipe_changes
 from transformer_lib.translation import RECIPES, Recipe, evaluate_bleu, load_checkpoint, prepare_data
@@ -58,7 +58,7 @@ from transformer_lib.translation import RECIPES, Recipe, evaluate_bleu, load_che
 BASELINE = Recipe(n_layers=3, d_model=256, d_ff=512, n_heads=8, dropout=0.1, subwords=4000, epochs=2, factor=0.5,
                   warmup=400, average_last=2)
 
-from recording import HERE, save_record
+from recording import HERE, DistinctSeeds, save_record
 
 MILESTONES = (25, 30, 35, 40)
 LIMIT = 600  # seconds of training a speedrun recipe may take
@@ -174,7 +174,9 @@ def run_seed(changes: dict, seed: int, folder: Path) -> dict:
 
 
 def entry_of(name: str, base: dict | None, changes: dict, rows: list[dict]) -> dict:
-    """The record's entry: the runs, their summaries, and whether it beats `base` on validation."""
+    """The record's entry: the runs, their summaries, and whether it beats `base` on validation (ValueError for a seed
+    run twice: it would count as another seed)."""
+    check_distinct_seeds([r["seed"] for r in rows], "the runs' seeds")
     summary = {key: seed_summary(r[key] for r in rows) for key in ("val_sacrebleu", "test_sacrebleu", "train_seconds")}
     entry = {"name": name, "on": base["name"] if base else None, "changes": changes,
              "machine": machine(), **summary, "runs": rows}
@@ -192,7 +194,8 @@ def main(argv=None) -> int:
     parser.add_argument("--on", default=None, help="the record this entry changes (default: the last record)")
     parser.add_argument("--set", nargs="+", default=[], metavar="FIELD=VALUE",
                         help="the recipe fields this entry changes (values read as JSON)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], metavar="SEED")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], metavar="SEED", action=DistinctSeeds,
+                        help="train the entry once per seed, each seed once (default 0 1 2)")
     parser.add_argument("--out", type=Path, default=Path("runs/speedrun"), help="the runs' folders")
     parser.add_argument("--record", nargs="?", const=HERE / "speedrun.json", default=None, type=Path,
                         metavar="FILE", help="write the entry into FILE (default benchmarks/speedrun.json)")

@@ -327,6 +327,76 @@ def _attention_scaling_q_in_place_twice(q, k, v):
     return weights @ v, weights
 
 
+def _attention_over_four(q, k, v):  # sqrt(16) written in: right for the first case's d_k alone
+    w = (q @ k.transpose(-2, -1) / 4.0).softmax(-1)
+    return w @ v, w
+
+
+def _top_k_vocab_seven(scores, k):  # the first case's vocabulary size written in
+    best, flat = scores.flatten().topk(k)
+    return flat // 7, flat % 7, best
+
+
+def _top_p_first_row_only(logits, p):  # right for a batch of one row
+    return solutions(10).top_p_filter(logits[:1], p).expand_as(logits)
+
+
+def _smoothed_vocab_seven(target, vocab, pad, eps):  # 0.3 / 5 written in: vocabulary 7 and smoothing 0.3
+    dist = solutions(5).smoothed(target, vocab, pad, eps)
+    dist[(dist > 0) & (dist < 0.5)] = 0.3 / 5
+    return dist
+
+
+def _fuse_qkv_eight(q, k, v):  # nn.Linear(8, 24) written in
+    fused = torch.nn.Linear(8, 24)
+    with torch.no_grad():
+        fused.weight.copy_(torch.cat([q.weight, k.weight, v.weight], dim=0))
+        fused.bias.copy_(torch.cat([q.bias, k.bias, v.bias]))
+    return fused
+
+
+def _smoothed_kl_vocab_nine(log_probs, target, smoothing, pad):  # V = 9 written in
+    padded = torch.full((log_probs.size(0), 9), -30.0, dtype=log_probs.dtype)
+    padded[:, :min(9, log_probs.size(1))] = log_probs[:, :9]
+    return solutions(9).smoothed_kl(padded, target.clamp(max=8), smoothing, pad)
+
+
+def _average_over_three(dicts):  # three checkpoints written in
+    last = dicts[-1]
+    return {k: sum(d[k] for d in dicts) / 3 if v.is_floating_point() else v for k, v in last.items()}
+
+
+HARD_CODED = [  # (number, answer, the sentence naming the case it fails on)
+    ("1.2", lambda k, d_model: solutions(1).pe_dot(k, 16), "for k=0, d_model=6 the dot product"),
+    ("2.2", _attention_over_four, "(d_k=9) the scores are divided by 4, not by sqrt(d_k) = 3"),
+    ("2.5", lambda x, h: x.view(x.size(0), x.size(1), 4, -1).transpose(1, 2),
+     "split_heads(x, 3) for x of shape (1, 5, 12) should return shape (1, 3, 5, 4), got (1, 4, 5, 3)"),
+    ("5.4", lambda counts: [c / 200 for c in counts], "micro_batch_weights([7, 3]) should be [0.7, 0.3]"),
+    ("7.2", _top_k_vocab_seven, "for scores of shape (4, 11) and k=5, index i of scores.flatten() is beam i // 11 "
+     "and token i % 11; you divided by 7"),
+    ("10.2", lambda nll, tokens: math.exp(sum(nll) / 17), "for sentence losses [2.5, 40.0] (summed over tokens) and "
+     "lengths [1, 20] the perplexity is"),
+    ("10.3", _top_p_first_row_only, "(row 1 of 2) and p=0.35 keep the tokens of probability [0.45]"),
+    ("11.3", lambda x, base: solutions(11).rope(x, 10000.0), "for x of shape (2, 1, 5, 4) and base 500 your rotation "
+     "is that of base 10000"),
+    ("11.4", lambda k, group: k.repeat_interleave(3, dim=1),
+     "repeat_kv(k, 2) for k of shape (1, 3, 2, 5) should return shape (1, 6, 2, 5), got (1, 9, 2, 5)"),
+    # the same weakness, found in other checks
+    ("1.4", lambda table, p: p + 1 if p + 1 < len(table) else p - 1,
+     "for sinusoidal_table(50, 4), closest(table, 0) should be 19"),
+    ("3.1", lambda x, gain, bias, eps: solutions(3).layer_norm(x, gain, bias, 0.5), "for x of shape (4, 7) and eps=0.01"),
+    ("4.2", lambda src, tgt_len, pad: (src != 0)[:, None, None, :], "with pad=1, sentence 0, target position 0, "
+     "source position 1 (token 0): expected True, got False"),
+    ("5.2", _smoothed_vocab_seven, "with vocab_size 10, padding_idx 2 and smoothing 0.1"),
+    ("7.3", lambda step, bos, eos, max_len: solutions(7).greedy_search(step, 0, 1, max_len),
+     "starting with the start symbol 3, got [0]"),
+    ("8.4", _average_over_three, "for 2 checkpoints with keys ['layer.weight', 'epoch'], 'layer.weight' should be"),
+    ("9.1", _fuse_qkv_eight, "(q, k and v of d_model=5)"),
+    ("9.4", _smoothed_kl_vocab_nine, "V = 12 and smoothing 0.25 the loss is"),
+    ("11.1", lambda x, g, eps: solutions(11).rms_norm(x, g, 0.5), "for x of shape (4, 5) and eps=0.01"),
+]
+
+
 MISTAKES = [
     ("1.1", _table_swapped, "sines and cosines are swapped"),
     ("1.1", _table_wrong_exponent, "pair i turns at the frequency 1 / 10000^(2i / d_model)"),
@@ -466,7 +536,9 @@ MISTAKES = [
         ("9.3", lambda w: (solutions(9).quantize_rows(w)[0], torch.full((w.size(0), 1), math.nan)))]],
     ("6.3", _encode_longest_match, "as WordPiece cuts"),
     ("6.3", _encode_right_to_left, "from left to right"),
-    ("2.2", _attention_scaling_q_in_place_twice, "the result differs from softmax"),
+    ("2.2", _attention_scaling_q_in_place_twice, "the scores are divided by 16, not by sqrt(d_k) = 4"),
+    # answers with the one case the check once tried written in: each passed it, and fails on another case, named
+    *HARD_CODED,
 ]
 
 
@@ -593,3 +665,19 @@ def test_an_answer_that_empties_its_inputs_changes_nothing_for_the_next_answer()
     passed, said = verdict("6.1", lambda sentences, min_freq: ["<unk>", "<pad>", "<s>", "</s>"])
     assert not passed and "expected the tokens" in said, said
     assert verdict("6.1", solutions(6).build_vocab)[0]
+
+
+def test_a_number_that_is_not_a_string_is_refused_in_one_line():
+    """verdict(["2.1"], ...) once raised a TypeError from deep inside (unhashable list)."""
+    for number in (["2.1"], 2.1, None):
+        with pytest.raises(TypeError, match=r'number must be an exercise\'s number as a string, such as "2.1", got'):
+            verdict(number, solutions(2).masked_softmax)
+
+
+def test_a_crash_names_the_case_it_happened_on():
+    """An answer with one size written in crashes on the next case; the sentence says which."""
+    passed, said = verdict("2.5", lambda x, h: x.view(2, 3, 4, 2).transpose(1, 2))
+    assert not passed and "Your code raised RuntimeError" in said
+    assert said.endswith("(split_heads(x, 3) for x of shape (1, 5, 12))"), said
+    passed, said = verdict("2.5", lambda x, h: 1 / 0)  # the first case: the sentence names it too
+    assert not passed and "(split_heads(x, 4) for x of shape (2, 3, 8))" in said

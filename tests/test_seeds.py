@@ -98,3 +98,28 @@ def test_the_benchmarks_import_without_jupyter(benchmarks):
             "import init, subwords, recipes, modern")
     done = subprocess.run([sys.executable, "-c", code], cwd=BENCHMARKS.parent, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("name", ["init", "modern", "subwords", "recipes"])
+def test_every_seed_option_refuses_a_seed_given_twice(benchmarks, name, capsys):
+    """`recipes.py --seeds 1 1` once trained seed 1 twice and recorded "2 seeds" with no spread."""
+    import importlib
+
+    module = importlib.import_module(name)
+    with pytest.raises(SystemExit) as stopped:
+        module.main(["--seeds", "1", "1"])
+    assert stopped.value.code == 2
+    assert "--seeds must differ: seed 1 is given 2 times in [1, 1]" in capsys.readouterr().err
+    sys.modules.pop(name, None)
+
+
+def test_the_recipes_comparison_refuses_a_seed_given_twice_when_called_directly(benchmarks, tmp_path):
+    import argparse
+
+    import recipes
+
+    args = argparse.Namespace(seeds=[1, 1], only=[], out=tmp_path, float32=False, jobs=1, threads=1, record=None)
+    with pytest.raises(ValueError, match=r"seeds must differ: seed 1 is given 2 times"):
+        recipes.seed_comparison(args)
+    assert list(tmp_path.iterdir()) == []
+    sys.modules.pop("recipes", None)

@@ -228,3 +228,54 @@ def test_a_seed_trained_on_a_slower_machine_stops_the_entry_where_its_work_per_e
     assert speedrun.pace_error(base["changes"], None, slow) is None  # the baseline builds on nothing
     tiny = {**base, "runs": [{"seed": 0, "train_seconds": 7 * 2.0, "curve": [[0, 0]] * 7}]}
     assert speedrun.pace_error(base["changes"], tiny, {**slow, "train_seconds": 7 * 5.0}) is None  # too short to tell
+
+
+def test_the_speedrun_refuses_a_seed_given_twice_before_training(tmp_path):
+    """`--seeds 0 0 0 --record` once trained one run three times and recorded it as 3 seeds with no spread, a record."""
+    done = _speedrun("x", "--seeds", "0", "0", "0", "--out", str(tmp_path), "--record", str(tmp_path / "s.json"))
+    assert done.returncode == 2 and "--seeds must differ: seed 0 is given 3 times in [0, 0, 0]" in done.stderr
+    assert "Traceback" not in done.stderr and list(tmp_path.iterdir()) == []
+    speedrun = _speedrun_module()
+    rows = [{"seed": 0, "val_sacrebleu": 30.0, "test_sacrebleu": 30.0, "train_seconds": 100.0}] * 3
+    with pytest.raises(ValueError, match=r"the runs' seeds must differ: seed 0 is given 3 times"):
+        speedrun.entry_of("x", None, {}, rows)
+
+
+def test_a_seed_summary_refuses_a_value_that_is_not_a_finite_number():
+    """seed_summary([30, nan, 31]) once gave a NaN mean beside a min of 30 and a max of 31."""
+    for bad, shown in ((float("nan"), "nan"), (float("inf"), "inf"), (float("-inf"), "-inf")):
+        with pytest.raises(ValueError, match=rf"value 1 \(counting from 0\) of \[30.0, {shown}, 31.0\] is {shown}"):
+            comparisons.seed_summary([30, bad, 31])
+    assert comparisons.seed_summary([30, 31])["mean"] == 30.5
+
+
+def _variant(name: str, values: list[float]) -> dict:
+    summary = comparisons.seed_summary(values)
+    return {"name": name, "vocab_sizes": [100, 100], "parameters": 1000, "unk_de": 0.0, "unk_en": 0.0,
+            "tokens_per_sentence_en": 10.0, "train_seconds": {"mean": 60.0}, "val_sacrebleu": summary,
+            "test_sacrebleu": summary}
+
+
+def test_a_comparison_from_one_seed_says_it_cannot_tell_noise():
+    """One seed of each was once 'below it by more than their seeds scatter': a range of one point overlaps nothing."""
+    one, other = comparisons.seed_summary([30.0]), comparisons.seed_summary([25.0])
+    assert comparisons.one_seed(one) and comparisons.within_noise(one, other)
+    three = comparisons.seed_summary([30.0, 30.5, 31.0])
+    assert not comparisons.within_noise(three, comparisons.seed_summary([25.0, 25.5, 26.0]))
+    record = {"machine": "x", "device": "cpu", "budget": "cpu", "seeds": [0],
+              "recipe": {"n_layers": 1, "d_model": 32, "epochs": 1, "beam_size": 1},
+              "variants": [_variant("a", [30.0]), _variant("b", [25.0])]}
+    shown = comparisons.subwords_markdown(record)
+    assert "It rests on one seed, which cannot tell a difference from noise" in shown and "scatter" not in shown
+    record["variants"] = [_variant("a", [30.0, 30.5, 31.0]), _variant("b", [25.0, 25.5, 26.0]), _variant("c", [20.0])]
+    shown = comparisons.subwords_markdown(record)
+    assert "Below it by more than their seeds scatter: *b*." in shown
+    assert "Trained from one seed, which cannot tell a difference from noise: *c*." in shown
+    runs = [{"seed": 0, "kept": "last"}]
+    recipes = {"winner": "a", "candidates": [{"name": "a"}, {"name": "b"}],
+               "seeds": {"machine": "x", "device": "cpu", "seeds": [0], "recipes": [
+                   {"name": "a", "val_sacrebleu": comparisons.seed_summary([30.0]), "runs": runs},
+                   {"name": "b", "val_sacrebleu": comparisons.seed_summary([25.0]), "runs": runs}]}}
+    shown = comparisons.recipe_seeds_markdown(recipes)
+    assert "The chosen recipe rests on one seed here, which cannot tell a difference from noise" in shown
+    assert "scatter" not in shown

@@ -7,21 +7,45 @@ the benchmarks use them too."""
 from __future__ import annotations
 
 import json
+import math
 
-__all__ = ["seed_summary", "within_noise", "with_spread", "best_subwords", "subwords_within_noise", "subwords_markdown",
+__all__ = ["seed_summary", "check_distinct_seeds", "one_seed", "within_noise", "with_spread", "best_subwords",
+           "subwords_within_noise", "subwords_markdown",
            "recipe_seeds_verdict", "recipe_seeds_markdown", "signed", "milestone_time", "rescored",
            "speedrun_markdown"]
 
 
 def seed_summary(values) -> dict:
     """What several seeds of one variant measured: mean, sample standard deviation (0 for one seed), lowest, highest
-    and how many."""
+    and how many. A NaN or an infinity is refused: its mean would be NaN while min and max look fine."""
     values = [float(v) for v in values]
     if not values:
         raise ValueError("seed_summary needs at least one value")
+    bad = next((i for i, v in enumerate(values) if not math.isfinite(v)), None)
+    if bad is not None:
+        raise ValueError(f"seed_summary: value {bad} (counting from 0) of {values} is {values[bad]}, not a finite "
+                         "number: a run that diverged or was not scored; score it again or leave the seed out")
     mean = sum(values) / len(values)
     sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5 if len(values) > 1 else 0.0
     return {"mean": round(mean, 4), "sd": round(sd, 4), "min": min(values), "max": max(values), "n": len(values)}
+
+
+def check_distinct_seeds(seeds, name: str = "seeds") -> None:
+    """Raise ValueError naming a seed given more than once: the same seed trains the same run, so three copies of one
+    would be recorded as "3 seeds" with no spread at all."""
+    seen = set()
+    for seed in seeds:
+        if seed in seen:
+            raise ValueError(f"{name} must differ: seed {seed} is given {list(seeds).count(seed)} times in "
+                             f"{list(seeds)}, and a repeated seed trains the same run again; give distinct seeds, "
+                             "e.g. 0 1 2")
+        seen.add(seed)
+
+
+def one_seed(*summaries: dict) -> bool:
+    """Whether any of these seed summaries rests on a single seed: its range is one point, and no verdict on noise
+    can be drawn from it."""
+    return any(s.get("n", 2) < 2 for s in summaries)
 
 
 def _names(names: list[str]) -> str:
@@ -32,7 +56,10 @@ def _names(names: list[str]) -> str:
 
 def within_noise(a: dict, b: dict) -> bool:
     """True when two seed summaries' ranges (lowest to highest) overlap: one seed of each could have come out either
-    way, so the book does not choose by the difference of their means."""
+    way, so the book does not choose by the difference of their means. True as well when either rests on one seed
+    (one_seed): a single run shows no scatter, so nothing is beyond it."""
+    if one_seed(a, b):
+        return True
     return a["min"] <= b["max"] and b["min"] <= a["max"]
 
 
@@ -50,7 +77,8 @@ def best_subwords(record: dict) -> dict:
 
 
 def subwords_within_noise(record: dict) -> list[str]:
-    """The variants, other than the best, whose seeds' validation range overlaps the best one's."""
+    """The variants, other than the best, whose seeds' validation range overlaps the best one's (every one, where the
+    best or it rests on one seed: within_noise)."""
     best = best_subwords(record)
     return [v["name"] for v in record["variants"]
             if v is not best and within_noise(v["val_sacrebleu"], best["val_sacrebleu"])]
@@ -75,11 +103,22 @@ def subwords_markdown(record: dict) -> str:
                      f"{v['unk_de']:.2%} / {v['unk_en']:.2%} | {v['tokens_per_sentence_en']:.1f} | "
                      f"{v['train_seconds']['mean'] / 60:.1f} min | {f'**{val}**' if v is best else val} | "
                      f"{with_spread(v['test_sacrebleu'])} |")
-    close = subwords_within_noise(record)
-    lines += ["", f"Best mean on validation: **{best['name']}**. "
-              + (f"Within noise of it (their seeds' ranges overlap): {_names(close)}; the others fall below it "
-                 "by more than their seeds scatter." if close else "Every other vocabulary falls below it by more "
-                 "than their seeds scatter."), ""]
+    single = [v["name"] for v in record["variants"] if one_seed(v["val_sacrebleu"])]
+    close = [n for n in subwords_within_noise(record) if n not in single]
+    if best["name"] in single:
+        verdict = ("It rests on one seed, which cannot tell a difference from noise: no vocabulary is called within "
+                   "or beyond noise of it until each is trained from several seeds.")
+    elif not single:
+        verdict = (f"Within noise of it (their seeds' ranges overlap): {_names(close)}; the others fall below it by "
+                   "more than their seeds scatter." if close else "Every other vocabulary falls below it by more "
+                   "than their seeds scatter.")
+    else:
+        beyond = [v["name"] for v in record["variants"] if v is not best and v["name"] not in single + close]
+        verdict = " ".join(
+            ([f"Within noise of it (their seeds' ranges overlap): {_names(close)}."] if close else [])
+            + ([f"Below it by more than their seeds scatter: {_names(beyond)}."] if beyond else [])
+            + [f"Trained from one seed, which cannot tell a difference from noise: {_names(single)}."])
+    lines += ["", f"Best mean on validation: **{best['name']}**. " + verdict, ""]
     if record["device"] != "cpu":
         lines += [f"The training column is {record['device']} time with {record.get('jobs', 1)} runs sharing one "
                   "device; it says nothing of a CPU's time.", ""]
@@ -111,11 +150,19 @@ def recipe_seeds_markdown(record: dict) -> str:
     missing = [run["name"] for run in record["candidates"] if run["name"] not in {r["name"] for r in s["recipes"]}]
     close, beaten = recipe_seeds_verdict(record) if record["winner"] in {r["name"] for r in s["recipes"]} else ([], [])
     lines.append("")
+    single = [r["name"] for r in s["recipes"] if one_seed(r["val_sacrebleu"])]
+    if record["winner"] in single:
+        lines.append("The chosen recipe rests on one seed here, which cannot tell a difference from noise: no recipe "
+                     "is called within or beyond noise of it until each is trained from several seeds.")
+        close = beaten = []
+    close = [n for n in close if n not in single]
     if close:
         lines.append(f"Within noise of the chosen recipe (their seeds' ranges overlap): {_names(close)}. The higher "
                      "mean is a lead, not a proof: one seed of each could have come out either way.")
     if beaten:
         lines.append(f"Below the chosen recipe by more than the seeds scatter: {_names(beaten)}.")
+    if single and record["winner"] not in single:
+        lines.append(f"Trained from one seed, which cannot tell a difference from noise: {_names(single)}.")
     if missing:
         lines.append(f"Not trained from several seeds: {_names(missing)}.")
     return "\n".join(lines) + "\n"

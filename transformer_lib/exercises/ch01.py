@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch, _table, _tensor
+from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch, _table, _tensor, _trying
 
 
 @_exercise("1.1", "the sinusoidal table")
@@ -28,16 +28,18 @@ def _(sinusoidal):
 
 @_exercise("1.2", "PE(p) . PE(p + k) depends on k alone")
 def _(pe_dot):
-    d_model, table = 16, _table(64, 16)
-    for k in range(0, 30):
-        want = float(table[0] @ table[k])
-        got = pe_dot(k, d_model)
-        if not isinstance(got, (int, float)) and not (isinstance(got, torch.Tensor) and got.numel() == 1):
-            raise Wrong(f"pe_dot(k, d_model) should return a number, got {type(got).__name__}")
-        if abs(float(got) - want) > 1e-4:
-            raise Wrong(f"for k={k}, d_model={d_model} the dot product of the table's rows p and p + k is {want:.4f} "
-                        f"for every p, got {float(got):.4f}")
-    return "Your closed form gives the table's dot products for every offset k from 0 to 29."
+    for d_model in (16, 6, 64):  # several sizes, so that no one d_model written in passes
+        _trying(f"pe_dot(k, {d_model})")
+        table = _table(64, d_model)
+        for k in range(0, 30):
+            want = float(table[0] @ table[k])
+            got = pe_dot(k, d_model)
+            if not isinstance(got, (int, float)) and not (isinstance(got, torch.Tensor) and got.numel() == 1):
+                raise Wrong(f"pe_dot(k, d_model) should return a number, got {type(got).__name__}")
+            if abs(float(got) - want) > 1e-4:
+                raise Wrong(f"for k={k}, d_model={d_model} the dot product of the table's rows p and p + k is "
+                            f"{want:.4f} for every p, got {float(got):.4f}")
+    return "Your closed form gives the table's dot products for every offset k from 0 to 29, at d_model 16, 6 and 64."
 
 
 @_exercise("1.3", "the wavelengths")
@@ -60,18 +62,24 @@ def _(wavelengths):
 
 @_exercise("1.4", "the nearest position")
 def _(closest):
-    table = _table(50, 32)
-    for p in (0, 5, 20, 49):
-        got = closest(table.float(), p)
-        got = int(got) if not isinstance(got, torch.Tensor) else int(got.item())
-        if got == p:
-            raise Wrong(f"closest(table, {p}) returned {p} itself: look among the other positions q != p")
-        if not 0 <= got < len(table):
-            raise Wrong(f"closest(table, {p}) should be a position from 0 to {len(table) - 1}, got {got}")
-        scores = table @ table[p]
-        scores[p] = -math.inf
-        want = int(scores.argmax())  # p - 1 and p + 1 tie: the dot product depends on |offset| alone
-        if scores[got] < scores[want] - 1e-6:
-            raise Wrong(f"closest(table, {p}) should be {want} (its dot product with PE({p}) is "
-                        f"{float(scores[want]):.3f}), got {got} ({float(scores[got]):.3f})")
-    return "For every position tried it finds a neighbour, p - 1 or p + 1, whose dot products with PE(p) tie."
+    # d_model 4 as well: there the fastest pair comes round again and a farther position wins, so p + 1 written in fails
+    for d_model, positions in ((32, (0, 5, 20, 49)), (4, (0, 20, 49))):
+        table = _table(50, d_model)
+        where = f"for sinusoidal_table(50, {d_model}), "
+        for p in positions:
+            _trying(f"{where}closest(table, {p})")
+            got = closest(table.float(), p)
+            got = int(got) if not isinstance(got, torch.Tensor) else int(got.item())
+            if got == p:
+                raise Wrong(f"{where}closest(table, {p}) returned {p} itself: look among the other positions q != p")
+            if not 0 <= got < len(table):
+                raise Wrong(f"{where}closest(table, {p}) should be a position from 0 to {len(table) - 1}, got {got}")
+            scores = table @ table[p]
+            scores[p] = -math.inf
+            want = int(scores.argmax())  # ties (p - 1 and p + 1) pass: the dot product depends on |offset| alone
+            if scores[got] < scores[want] - 1e-6:
+                raise Wrong(f"{where}closest(table, {p}) should be {want} (its dot product with PE({p}) is "
+                            f"{float(scores[want]):.3f}), got {got} ({float(scores[got]):.3f}): take the largest dot "
+                            "product, whatever the offset")
+    return ("In sinusoidal_table(50, 32) it finds a neighbour, p - 1 or p + 1, for every position tried; in "
+            "sinusoidal_table(50, 4) a farther one, as the largest dot product says.")

@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch, _tensor
+from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch, _tensor, _trying
 
 
 def _masked_case():
@@ -52,25 +52,41 @@ def _(masked_softmax):
             "in float32 and in float16.")
 
 
+# (q, k, v) shapes: the first as before, then another d_k (and a d_v unlike it), and batch and head dimensions
+_ATTENTION_SHAPES = (((2, 6, 16), (2, 6, 16), (2, 6, 16)), ((1, 3, 9), (1, 5, 9), (1, 5, 5)),
+                     ((2, 3, 4, 64), (2, 3, 7, 64), (2, 3, 7, 10)))
+
+
 @_exercise("2.2", "scaled dot-product attention")
 def _(attention):
     from transformer_lib.attention import scaled_dot_product_attention
     g = torch.Generator().manual_seed(1)
-    q, k, v = (torch.randn(2, 6, 16, generator=g) for _ in range(3))
-    got = attention(q, k, v)
-    if not isinstance(got, tuple) or len(got) != 2:
-        raise Wrong("attention(q, k, v) should return (output, weights)")
-    out, weights = _tensor("the output", got[0], (2, 6, 16)), _tensor("the weights", got[1], (2, 6, 6))
-    want_out, want_w = (t.double() for t in scaled_dot_product_attention(q, k, v))
-    if not torch.allclose(weights.sum(-1), torch.ones(2, 6, dtype=torch.float64), atol=1e-5):
-        raise Wrong("each row of the weights must sum to 1 (one query's weights over the keys): take the softmax "
-                    "over the last dimension, the keys")
-    unscaled = (q @ k.transpose(-2, -1)).softmax(-1).double()
-    if torch.allclose(weights, unscaled, atol=1e-5):
-        raise Wrong("the weights are softmax(q k^T) without the scale: divide the scores by sqrt(d_k) first")
-    where = _first_mismatch(weights, want_w, 1e-5) or _first_mismatch(out, want_out, 1e-5)
-    if where:
-        raise Wrong(f"the result differs from softmax(q k^T / sqrt(d_k)) v: {where}")
+    for q_shape, k_shape, v_shape in _ATTENTION_SHAPES:
+        q, k, v = (torch.randn(shape, generator=g) for shape in (q_shape, k_shape, v_shape))
+        d_k = q_shape[-1]
+        case = f"for q of shape {q_shape}, k of shape {k_shape} and v of shape {v_shape} (d_k={d_k})"
+        _trying(case)
+        got = attention(q, k, v)
+        if not isinstance(got, tuple) or len(got) != 2:
+            raise Wrong("attention(q, k, v) should return (output, weights)")
+        scores_shape = q_shape[:-1] + k_shape[-2:-1]
+        out = _tensor(f"{case}, the output", got[0], q_shape[:-1] + v_shape[-1:])
+        weights = _tensor(f"{case}, the weights", got[1], scores_shape)
+        want_out, want_w = (t.double() for t in scaled_dot_product_attention(q, k, v))
+        if not torch.allclose(weights.sum(-1), torch.ones(scores_shape[:-1], dtype=torch.float64), atol=1e-5):
+            raise Wrong("each row of the weights must sum to 1 (one query's weights over the keys): take the softmax "
+                        "over the last dimension, the keys")
+        scores = q.double() @ k.double().transpose(-2, -1)
+        if torch.allclose(weights, scores.softmax(-1), atol=1e-5):
+            raise Wrong("the weights are softmax(q k^T) without the scale: divide the scores by sqrt(d_k) first")
+        others = {math.sqrt(s[0][-1]) for s in _ATTENTION_SHAPES} | {math.sqrt(v_shape[-1]), float(d_k)}
+        for scale in sorted(others - {math.sqrt(d_k)}):  # a scale written in, or taken from v or from d_k itself
+            if torch.allclose(weights, (scores / scale).softmax(-1), atol=1e-5):
+                raise Wrong(f"{case} the scores are divided by {scale:.4g}, not by sqrt(d_k) = {math.sqrt(d_k):.4g}: "
+                            "take d_k from q.size(-1), never a number written in")
+        where = _first_mismatch(weights, want_w, 1e-5) or _first_mismatch(out, want_out, 1e-5)
+        if where:
+            raise Wrong(f"{case} the result differs from softmax(q k^T / sqrt(d_k)) v: {where}")
     return "It equals transformer_lib.attention.scaled_dot_product_attention, output and weights."
 
 
@@ -108,12 +124,18 @@ def _(score_variance):
 
 @_exercise("2.5", "splitting into heads")
 def _(split_heads):
-    x = torch.arange(2 * 3 * 8, dtype=torch.float32).reshape(2, 3, 8)
-    got = _tensor("split_heads(x, 4)", split_heads(x, 4), (2, 4, 3, 2))
-    want = x.view(2, 3, 4, 2).transpose(1, 2).double()
-    if torch.equal(got, want):
-        return "Head h at position t holds x[:, t, h*d_k:(h+1)*d_k], the layout attention needs."
-    if torch.equal(got, x.view(2, 4, 3, 2).double()):
-        raise Wrong("head 0 at position 1 should hold x[0, 1, 0:2], got x[0, 0, 2:4]: a view straight to "
-                    "(B, heads, T, d_k) mixes positions; view as (B, T, heads, d_k), then transpose(1, 2)")
-    raise Wrong(f"head h at position t should hold x[:, t, h*d_k:(h+1)*d_k]; {_first_mismatch(got, want)}")
+    # the first as before, then other sizes and head counts, so that none written in passes
+    for (b, t, d), heads in (((2, 3, 8), 4), ((1, 5, 12), 3), ((2, 4, 6), 6)):
+        d_k, call = d // heads, f"split_heads(x, {heads}) for x of shape {(b, t, d)}"
+        _trying(call)
+        x = torch.arange(b * t * d, dtype=torch.float32).reshape(b, t, d)
+        got = _tensor(call, split_heads(x, heads), (b, heads, t, d_k))
+        want = x.view(b, t, heads, d_k).transpose(1, 2).double()
+        if torch.equal(got, want):
+            continue
+        if torch.equal(got, x.view(b, heads, t, d_k).double()):
+            raise Wrong(f"head 0 at position 1 should hold x[0, 1, 0:{d_k}], got x[0, 0, {d_k}:{2 * d_k}]: a view "
+                        "straight to (B, heads, T, d_k) mixes positions; view as (B, T, heads, d_k), then "
+                        "transpose(1, 2)")
+        raise Wrong(f"{call}: head h at position t should hold x[:, t, h*d_k:(h+1)*d_k]; {_first_mismatch(got, want)}")
+    return "Head h at position t holds x[:, t, h*d_k:(h+1)*d_k], the layout attention needs."

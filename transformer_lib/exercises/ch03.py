@@ -7,30 +7,37 @@ import math
 
 import torch
 
-from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch, _tensor
+from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch, _tensor, _trying
 
 
 @_exercise("3.1", "layer norm")
 def _(layer_norm):
     g = torch.Generator().manual_seed(3)
-    x = torch.randn(2, 5, 16, generator=g, dtype=torch.float64) * 3 + 1
-    gain, bias = torch.rand(16, generator=g, dtype=torch.float64) + 0.5, torch.randn(16, generator=g, dtype=torch.float64)
-    eps = 0.5  # large, so that where it goes shows
-    got = _tensor("layer_norm(x, gain, bias, eps)", layer_norm(x, gain, bias, eps), x.shape)
-    want = torch.nn.functional.layer_norm(x, (16,), gain, bias, eps)
-    centred = x - x.mean(-1, keepdim=True)
-    if torch.allclose(got, centred / (x.std(-1, keepdim=True) + eps) * gain + bias, atol=1e-6):
-        raise Wrong("that is the Annotated Transformer's layer norm, (x - mean) / (std + eps) with x.std(), the variant "
-                    "the pitfall section measures: it takes the unbiased std (dividing by d - 1) and adds eps to the std "
-                    "instead of inside the square root; layer norm is (x - mean) / sqrt(var + eps) with the biased "
-                    "variance, x.var(-1, unbiased=False)")
-    if torch.allclose(got, centred / torch.sqrt(x.var(-1, keepdim=True) + eps) * gain + bias, atol=1e-6):
-        raise Wrong("divide by d, not d - 1: layer norm uses the biased variance, x.var(-1, unbiased=False)")
-    if torch.allclose(got, centred / (x.var(-1, unbiased=False, keepdim=True).sqrt() + eps) * gain + bias, atol=1e-6):
-        raise Wrong("eps goes inside the square root: (x - mean) / sqrt(var + eps), as torch.nn.LayerNorm does")
-    where = _first_mismatch(got, want, 1e-6)
-    if where:
-        raise Wrong(f"normalize each vector over its last dimension, then scale by gain and add bias; {where}")
+    # eps large, so that where it goes shows; a second size and eps, so that neither written in passes
+    for shape, eps in (((2, 5, 16), 0.5), ((4, 7), 0.01)):
+        d = shape[-1]
+        case = f"for x of shape {shape} and eps={eps}"
+        _trying(case)
+        x = torch.randn(shape, generator=g, dtype=torch.float64) * 3 + 1
+        gain = torch.rand(d, generator=g, dtype=torch.float64) + 0.5
+        bias = torch.randn(d, generator=g, dtype=torch.float64)
+        got = _tensor("layer_norm(x, gain, bias, eps)", layer_norm(x, gain, bias, eps), x.shape)
+        want = torch.nn.functional.layer_norm(x, (d,), gain, bias, eps)
+        centred = x - x.mean(-1, keepdim=True)
+        if torch.allclose(got, centred / (x.std(-1, keepdim=True) + eps) * gain + bias, atol=1e-6):
+            raise Wrong("that is the Annotated Transformer's layer norm, (x - mean) / (std + eps) with x.std(), the "
+                        "variant the pitfall section measures: it takes the unbiased std (dividing by d - 1) and adds "
+                        "eps to the std instead of inside the square root; layer norm is (x - mean) / sqrt(var + eps) "
+                        "with the biased variance, x.var(-1, unbiased=False)")
+        if torch.allclose(got, centred / torch.sqrt(x.var(-1, keepdim=True) + eps) * gain + bias, atol=1e-6):
+            raise Wrong("divide by d, not d - 1: layer norm uses the biased variance, x.var(-1, unbiased=False)")
+        if torch.allclose(got, centred / (x.var(-1, unbiased=False, keepdim=True).sqrt() + eps) * gain + bias,
+                          atol=1e-6):
+            raise Wrong("eps goes inside the square root: (x - mean) / sqrt(var + eps), as torch.nn.LayerNorm does")
+        where = _first_mismatch(got, want, 1e-6)
+        if where:
+            raise Wrong(f"{case}: normalize each vector over its last dimension, then scale by gain and add bias; "
+                        f"{where}")
     return "It equals torch.nn.functional.layer_norm."
 
 

@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from transformer_lib.exercises.core import Wrong, _exercise
+from transformer_lib.exercises.core import Wrong, _exercise, _trying
 
 
 @_exercise("4.1", "count the whole model")
@@ -39,27 +39,32 @@ def _(model_parameters):
 @_exercise("4.2", "the cross-attention mask")
 def _(cross_attention_mask):
     from transformer_lib.attention import padding_mask
-    pad = 0
-    src = torch.tensor([[4, 5, 6, 7, 8], [9, 3, 2, 0, 0], [5, 0, 0, 0, 0]])
-    tgt_len = 4
-    got = cross_attention_mask(src, tgt_len, pad)
-    if not isinstance(got, torch.Tensor) or got.dtype != torch.bool:
-        raise Wrong("cross_attention_mask should return a boolean tensor (True where a query may attend)")
-    want = padding_mask(src, pad).expand(3, 1, tgt_len, 5)
-    try:
-        got = torch.broadcast_to(got, (3, 1, tgt_len, 5))
-    except RuntimeError:
-        raise Wrong(f"the mask should broadcast to (batch, heads, target length, source length) = (3, 1, {tgt_len}, 5), "
-                    f"got shape {tuple(got.shape)}") from None
-    if torch.equal(got, ~want):
-        raise Wrong("True marks the keys a query may attend to: got True at the source padding and False at the words")
-    causal = want & torch.ones(tgt_len, 5, dtype=torch.bool).tril()
-    if torch.equal(got, causal):
-        raise Wrong("cross-attention has no causal part: at every step the decoder may read the whole source sentence")
-    if not torch.equal(got, want):
-        b, h, q, k = (int(i) for i in (got != want).nonzero()[0])
-        raise Wrong(f"sentence {b}, target position {q}, source position {k} (token {int(src[b, k])}): expected "
-                    f"{bool(want[b, h, q, k])}, got {bool(got[b, h, q, k])}")
+    # the first with padding id 0; the second with padding id 1 and 0 a real word, so that `src != 0` fails it
+    for src, tgt_len, pad in ((torch.tensor([[4, 5, 6, 7, 8], [9, 3, 2, 0, 0], [5, 0, 0, 0, 0]]), 4, 0),
+                              (torch.tensor([[5, 0, 7, 1, 1, 1], [3, 4, 2, 8, 6, 1]]), 3, 1)):
+        batch, src_len = src.shape
+        _trying(f"cross_attention_mask(src, {tgt_len}, {pad}) for src of shape {tuple(src.shape)}")
+        got = cross_attention_mask(src, tgt_len, pad)
+        if not isinstance(got, torch.Tensor) or got.dtype != torch.bool:
+            raise Wrong("cross_attention_mask should return a boolean tensor (True where a query may attend)")
+        want = padding_mask(src, pad).expand(batch, 1, tgt_len, src_len)
+        try:
+            got = torch.broadcast_to(got, (batch, 1, tgt_len, src_len))
+        except RuntimeError:
+            raise Wrong(f"the mask should broadcast to (batch, heads, target length, source length) = "
+                        f"({batch}, 1, {tgt_len}, {src_len}), got shape {tuple(got.shape)}") from None
+        if torch.equal(got, ~want):
+            raise Wrong("True marks the keys a query may attend to: got True at the source padding and False at the "
+                        "words")
+        causal = want & torch.ones(tgt_len, src_len, dtype=torch.bool).tril()
+        if torch.equal(got, causal):
+            raise Wrong("cross-attention has no causal part: at every step the decoder may read the whole source "
+                        "sentence")
+        if not torch.equal(got, want):
+            b, h, q, k = (int(i) for i in (got != want).nonzero()[0])
+            raise Wrong(f"with pad={pad}, sentence {b}, target position {q}, source position {k} (token "
+                        f"{int(src[b, k])}): expected {bool(want[b, h, q, k])}, got {bool(got[b, h, q, k])}"
+                        + (": padding is the id `pad` given, not a number written in" if pad != 0 else ""))
     return "Every target position sees every real source word, and no source padding."
 
 

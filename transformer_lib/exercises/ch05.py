@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch, _tensor
+from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch, _tensor, _trying
 
 
 @_exercise("5.1", "the learning-rate schedule")
@@ -46,11 +46,19 @@ def _(smoothed):
     if where:
         raise Wrong(f"the smoothed distribution differs from chapter 5's: {where}")
     target, pad = torch.tensor([2, 4, 0, 5]), 4  # padding elsewhere than id 0
+    _trying(f"smoothed(target, {vocab}, {pad}, {eps})")
     got = _tensor("smoothed(target, vocab_size, padding_idx, smoothing)", smoothed(target, vocab, pad, eps), (4, vocab))
     where = _first_mismatch(got, LabelSmoothing(vocab, pad, eps).target_distribution(target, torch.float64), 1e-9)
     if where:
         raise Wrong(f"with padding_idx {pad} (target {target.tolist()}) the distribution differs from chapter 5's: "
                     f"{where}; is padding taken to be id 0?")
+    target, vocab, pad, eps = torch.tensor([2, 9, 0, 5, 2]), 10, 2, 0.1  # another size and smoothing: none written in
+    _trying(f"smoothed(target, {vocab}, {pad}, {eps})")
+    got = _tensor(f"smoothed(target, {vocab}, {pad}, {eps})", smoothed(target, vocab, pad, eps), (5, vocab))
+    where = _first_mismatch(got, LabelSmoothing(vocab, pad, eps).target_distribution(target, torch.float64), 1e-9)
+    if where:
+        raise Wrong(f"with vocab_size {vocab}, padding_idx {pad} and smoothing {eps} (target {target.tolist()}) the "
+                    f"distribution differs from chapter 5's: {where}; take every size from the arguments")
     return "Each real row sums to 1: 1 - smoothing on the target, the rest shared by the other real tokens."
 
 
@@ -70,14 +78,16 @@ def _(floor):
 
 @_exercise("5.4", "exact gradient accumulation")
 def _(micro_batch_weights):
-    counts = [120, 40, 40]
-    got = [float(w) for w in micro_batch_weights(counts)]
-    if len(got) != len(counts):
-        raise Wrong(f"micro_batch_weights({counts}) should give one weight per micro-batch, got {len(got)}")
-    if all(abs(w - 1 / len(counts)) < 1e-9 for w in got):
-        raise Wrong("equal weights average the micro-batches' mean losses, so a token of a short micro-batch counts more "
-                    "than one of a long one: weight each by its share of the step's tokens")
-    want = [c / sum(counts) for c in counts]
-    if any(abs(w - v) > 1e-9 for w, v in zip(got, want)):
-        raise Wrong(f"micro_batch_weights({counts}) should be {[round(v, 4) for v in want]}, got {[round(w, 4) for w in got]}")
+    for counts in ([120, 40, 40], [7, 3], [5, 30, 10, 5]):  # several, so that no list of weights written in passes
+        _trying(f"micro_batch_weights({counts})")
+        got = [float(w) for w in micro_batch_weights(list(counts))]
+        if len(got) != len(counts):
+            raise Wrong(f"micro_batch_weights({counts}) should give one weight per micro-batch, got {len(got)}")
+        if all(abs(w - 1 / len(counts)) < 1e-9 for w in got):
+            raise Wrong("equal weights average the micro-batches' mean losses, so a token of a short micro-batch "
+                        "counts more than one of a long one: weight each by its share of the step's tokens")
+        want = [c / sum(counts) for c in counts]
+        if any(abs(w - v) > 1e-9 for w, v in zip(got, want)):
+            raise Wrong(f"micro_batch_weights({counts}) should be {[round(v, 4) for v in want]}, got "
+                        f"{[round(w, 4) for w in got]}")
     return "Weighted by their share of tokens, k micro-batches take the step one batch holding all of them would take."

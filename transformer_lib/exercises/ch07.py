@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from transformer_lib.exercises.core import Wrong, _exercise
+from transformer_lib.exercises.core import Wrong, _exercise, _trying
 
 
 @_exercise("7.1", "the length penalty")
@@ -26,40 +26,52 @@ def _(length_penalty):
             "alpha 0 the penalty is 1, the log-probabilities decide (-4.0 against -4.6), and the 5-token one wins.")
 
 
+# (beams, vocabulary, k, the beam far ahead, seed): several shapes and k, so that none written in passes
+_BEAM_CASES = ((3, 7, 3, 1, 0), (4, 11, 5, 2, 1), (5, 3, 4, 4, 2))
+
+
 @_exercise("7.2", "the next beams")
 def _(top_k_beams):
-    g = torch.Generator().manual_seed(0)
-    scores = torch.randn(3, 7, generator=g, dtype=torch.float64)
-    scores[1] += 3.0  # one beam far ahead: several of the best continuations come from it
-    k = 3
-    out = top_k_beams(scores.clone(), k)
-    if not isinstance(out, tuple) or len(out) != 3:
-        raise Wrong("top_k_beams(scores, k) should return three tensors: beams, tokens and their scores")
-    beams, tokens, best = (torch.as_tensor(t) for t in out)
-    n_beams, vocab = scores.shape
-    want_best, flat = scores.flatten().topk(k)
-    want_beams, want_tokens = flat // vocab, flat % vocab
-    if beams.shape != (k,) or tokens.shape != (k,):
-        raise Wrong(f"beams and tokens should each hold k={k} entries, got shapes {tuple(beams.shape)} and "
-                    f"{tuple(tokens.shape)}")
-    beams, tokens = beams.long(), tokens.long()
-    if not (torch.equal(beams, want_beams) and torch.equal(tokens, want_tokens)):
-        if any(torch.equal(beams, flat % d) and torch.equal(tokens, flat // d) for d in (vocab, n_beams)):
-            raise Wrong(f"you took the top k over beams x vocabulary, then swapped // and %: in scores.flatten() of a "
-                        f"({n_beams}, {vocab}) tensor, index i is beam i // {vocab} (the row) and token i % {vocab} "
-                        f"(the column)")
-        if torch.equal(beams, flat // n_beams) and torch.equal(tokens, flat % n_beams):
-            raise Wrong(f"a row of scores holds one beam's {vocab} tokens: in scores.flatten() index i is beam "
-                        f"i // {vocab} and token i % {vocab}; divide by the vocabulary size ({vocab}), not the number "
-                        f"of beams ({n_beams})")
-        took_top_k = best.shape == (k,) and torch.allclose(best.double(), want_best)
-        if not took_top_k and len(set(beams.tolist())) == k and len(set(want_beams.tolist())) < k:
-            raise Wrong(f"the {k} best continuations need not come from {k} different beams: here beam 1 gives "
-                        f"{want_beams.tolist().count(1)} of them; take the top k over beams x vocabulary at once")
-        raise Wrong(f"expected beams {want_beams.tolist()} and tokens {want_tokens.tolist()}, got {beams.tolist()} and "
-                    f"{tokens.tolist()} (best first)")
-    if not torch.allclose(best.double(), want_best):
-        raise Wrong(f"the scores should be {[round(v, 4) for v in want_best.tolist()]}, got {best.tolist()}")
+    for n_beams, vocab, k, ahead, seed in _BEAM_CASES:
+        g = torch.Generator().manual_seed(seed)
+        scores = torch.randn(n_beams, vocab, generator=g, dtype=torch.float64)
+        scores[ahead] += 3.0  # one beam far ahead: several of the best continuations come from it
+        case = f"for scores of shape ({n_beams}, {vocab}) and k={k}"
+        _trying(case)
+        out = top_k_beams(scores.clone(), k)
+        if not isinstance(out, tuple) or len(out) != 3:
+            raise Wrong("top_k_beams(scores, k) should return three tensors: beams, tokens and their scores")
+        beams, tokens, best = (torch.as_tensor(t) for t in out)
+        want_best, flat = scores.flatten().topk(k)
+        want_beams, want_tokens = flat // vocab, flat % vocab
+        if beams.shape != (k,) or tokens.shape != (k,):
+            raise Wrong(f"{case}, beams and tokens should each hold k={k} entries, got shapes {tuple(beams.shape)} "
+                        f"and {tuple(tokens.shape)}")
+        beams, tokens = beams.long(), tokens.long()
+        if not (torch.equal(beams, want_beams) and torch.equal(tokens, want_tokens)):
+            if any(torch.equal(beams, flat % d) and torch.equal(tokens, flat // d) for d in (vocab, n_beams)):
+                raise Wrong(f"you took the top k over beams x vocabulary, then swapped // and %: in scores.flatten() "
+                            f"of a ({n_beams}, {vocab}) tensor, index i is beam i // {vocab} (the row) and token "
+                            f"i % {vocab} (the column)")
+            if torch.equal(beams, flat // n_beams) and torch.equal(tokens, flat % n_beams):
+                raise Wrong(f"a row of scores holds one beam's {vocab} tokens: in scores.flatten() index i is beam "
+                            f"i // {vocab} and token i % {vocab}; divide by the vocabulary size ({vocab}), not the "
+                            f"number of beams ({n_beams})")
+            divisor = next((d for d in range(1, scores.numel() + 1)
+                            if torch.equal(beams, flat // d) and torch.equal(tokens, flat % d)), None)
+            if divisor is not None:
+                raise Wrong(f"{case}, index i of scores.flatten() is beam i // {vocab} and token i % {vocab}; you "
+                            f"divided by {divisor}: take the vocabulary size from scores.size(1)")
+            took_top_k = best.shape == (k,) and torch.allclose(best.double(), want_best)
+            if not took_top_k and len(set(beams.tolist())) == k and len(set(want_beams.tolist())) < k:
+                raise Wrong(f"the {k} best continuations need not come from {k} different beams: here beam {ahead} "
+                            f"gives {want_beams.tolist().count(ahead)} of them; take the top k over beams x "
+                            "vocabulary at once")
+            raise Wrong(f"{case} expected beams {want_beams.tolist()} and tokens {want_tokens.tolist()}, got "
+                        f"{beams.tolist()} and {tokens.tolist()} (best first)")
+        if not torch.allclose(best.double(), want_best):
+            raise Wrong(f"{case} the scores should be {[round(v, 4) for v in want_best.tolist()]}, got "
+                        f"{best.tolist()}")
     return "It is what beam_search does at each step, for one sentence."
 
 
@@ -76,27 +88,34 @@ def _toy_step(prefix: list[int]) -> torch.Tensor:
 
 @_exercise("7.3", "greedy decoding")
 def _(greedy_search):
-    def step(prefix):
-        if not isinstance(prefix, (list, tuple)) or not prefix or prefix[0] != 0:
-            raise Wrong(f"step takes the whole prefix, starting with the start symbol 0, got {prefix!r}")
-        return _toy_step(list(prefix))
+    # the toy model with its own ids, then with them relabelled (start 3, end 0), so that no id written in passes
+    for relabel in ([0, 1, 2, 3, 4, 5], [3, 0, 5, 1, 4, 2]):
+        back = {new: old for old, new in enumerate(relabel)}
+        bos, eos = relabel[0], relabel[1]
 
-    for max_len in (10, 3):
-        want, prefix = [], [0]
-        while len(want) < max_len:
-            token = int(_toy_step(prefix).argmax())
-            want.append(token)
-            prefix.append(token)
-            if token == 1:
-                break
-        got = [int(t) for t in greedy_search(step, 0, 1, max_len)]
-        if got == want:
-            continue
-        if got[:len(want)] == want and len(got) > len(want):
-            raise Wrong(f"with max_len={max_len} decoding stops once it has produced the end symbol: expected {want}, "
-                        f"got {got}")
-        raise Wrong(f"with max_len={max_len} expected {want} (the tokens after the start symbol, the end symbol "
-                    f"included), got {got}")
+        def step(prefix, relabel=relabel, back=back, bos=bos):
+            if not isinstance(prefix, (list, tuple)) or not prefix or prefix[0] != bos:
+                raise Wrong(f"step takes the whole prefix, starting with the start symbol {bos}, got {prefix!r}")
+            logits = _toy_step([back[int(t)] for t in prefix])
+            return logits[torch.tensor([back[t] for t in range(len(relabel))])]
+
+        for max_len in (10, 3):
+            _trying(f"greedy_search(step, {bos}, {eos}, {max_len})")
+            want, prefix = [], [bos]
+            while len(want) < max_len:
+                token = int(step(prefix).argmax())
+                want.append(token)
+                prefix.append(token)
+                if token == eos:
+                    break
+            got = [int(t) for t in greedy_search(step, bos, eos, max_len)]
+            if got == want:
+                continue
+            if got[:len(want)] == want and len(got) > len(want):
+                raise Wrong(f"with max_len={max_len} decoding stops once it has produced the end symbol: expected "
+                            f"{want}, got {got}")
+            raise Wrong(f"with bos={bos}, eos={eos} and max_len={max_len} expected {want} (the tokens after the start "
+                        f"symbol, the end symbol included), got {got}")
     return "The loop every decoder runs: feed the prefix, take the most probable token, stop at </s> or max_len."
 
 

@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from transformer_lib.exercises.core import Wrong, _exercise
+from transformer_lib.exercises.core import Wrong, _exercise, _trying
 
 _HYPS = ["a man rides his bike down the road .", "two dogs are playing in the the snow .",
          "a little girl in red jumps over a rope .", "the the the the"]
@@ -74,17 +74,26 @@ def _(corpus_bleu):
 @_exercise("8.4", "average the checkpoints")
 def _(average_state_dicts):
     torch.manual_seed(0)
-    dicts = [{"w": torch.randn(3, 4), "b": torch.randn(4), "steps": torch.tensor(100 * (i + 1))} for i in range(3)]
-    got = average_state_dicts([{k: v.clone() for k, v in d.items()} for d in dicts])
-    if not isinstance(got, dict) or set(got) != {"w", "b", "steps"}:
-        raise Wrong("average_state_dicts should return a dict with the same keys as each state dict")
-    for key in ("w", "b"):
-        want = sum(d[key] for d in dicts) / len(dicts)
-        if torch.allclose(got[key].float(), want * len(dicts)):
-            raise Wrong(f"{key!r}: that is the sum; divide by the number of checkpoints")
-        if not torch.allclose(got[key].float(), want, atol=1e-6):
-            raise Wrong(f"{key!r} should be the element-wise mean of the checkpoints' {key!r}")
-    if got["steps"].dtype != torch.int64 or int(got["steps"]) != 300:
-        raise Wrong("an integer entry (a counter, not a weight) is kept from the last checkpoint, with its dtype: "
-                    f"expected 300, got {got['steps']!r}")
+    cases = [[{"w": torch.randn(3, 4), "b": torch.randn(4), "steps": torch.tensor(100 * (i + 1))} for i in range(3)],
+             # two checkpoints, other keys and a float64 weight: neither a count nor a key written in passes
+             [{"layer.weight": torch.randn(2, 5, dtype=torch.float64), "epoch": torch.tensor(7 + i)} for i in range(2)]]
+    for dicts in cases:
+        floats = [k for k, v in dicts[-1].items() if v.is_floating_point()]
+        counter = next(k for k, v in dicts[-1].items() if not v.is_floating_point())
+        case = f"for {len(dicts)} checkpoints with keys {list(dicts[-1])}"
+        _trying(case)
+        got = average_state_dicts([{k: v.clone() for k, v in d.items()} for d in dicts])
+        if not isinstance(got, dict) or set(got) != set(dicts[-1]):
+            raise Wrong("average_state_dicts should return a dict with the same keys as each state dict")
+        for key in floats:
+            want = sum(d[key] for d in dicts) / len(dicts)
+            if torch.allclose(got[key].to(want.dtype), want * len(dicts)):
+                raise Wrong(f"{key!r}: that is the sum; divide by the number of checkpoints")
+            if not torch.allclose(got[key].to(want.dtype), want, atol=1e-6):
+                raise Wrong(f"{case}, {key!r} should be the element-wise mean of the {len(dicts)} checkpoints' "
+                            f"{key!r}")
+        last = dicts[-1][counter]
+        if got[counter].dtype != last.dtype or int(got[counter]) != int(last):
+            raise Wrong(f"an integer entry (a counter, not a weight) is kept from the last checkpoint, with its dtype: "
+                        f"expected {int(last)}, got {got[counter]!r}")
     return "Weights averaged, counters kept: the model a run's last epochs agree on."

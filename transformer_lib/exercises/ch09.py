@@ -8,28 +8,30 @@ import math
 import torch
 from torch import nn
 
-from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch
+from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch, _trying
 
 
 @_exercise("9.1", "one matrix for q, k and v")
 def _(fuse_qkv):
     torch.manual_seed(0)
-    d = 8
-    q, k, v = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
-    fused = fuse_qkv(q, k, v)
-    if not isinstance(fused, nn.Linear):
-        raise Wrong(f"fuse_qkv should return one nn.Linear, got {type(fused).__name__}")
-    if tuple(fused.weight.shape) != (3 * d, d):
-        raise Wrong(f"the fused layer maps d_model={d} to 3 * d_model: its weight has shape ({3 * d}, {d}) "
-                    f"(out_features, in_features), got {tuple(fused.weight.shape)}")
-    x = torch.randn(2, 5, d)
-    with torch.no_grad():
-        parts = fused(x).chunk(3, dim=-1)
-        for name, part, layer in zip("qkv", parts, (q, k, v)):
-            where = _first_mismatch(part.double(), layer(x).double(), 1e-5)
-            if where:
-                raise Wrong(f"the {name} third of the fused output differs from {name}_proj(x) {where}"
-                            + (": did the biases come along?" if fused.bias is None or not fused.bias.any() else ""))
+    for d in (8, 5):  # two sizes, so that no d_model written in passes
+        _trying(f"q, k and v of d_model={d}")
+        q, k, v = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
+        fused = fuse_qkv(q, k, v)
+        if not isinstance(fused, nn.Linear):
+            raise Wrong(f"fuse_qkv should return one nn.Linear, got {type(fused).__name__}")
+        if tuple(fused.weight.shape) != (3 * d, d):
+            raise Wrong(f"the fused layer maps d_model={d} to 3 * d_model: its weight has shape ({3 * d}, {d}) "
+                        f"(out_features, in_features), got {tuple(fused.weight.shape)}")
+        x = torch.randn(2, 5, d)
+        with torch.no_grad():
+            parts = fused(x).chunk(3, dim=-1)
+            for name, part, layer in zip("qkv", parts, (q, k, v)):
+                where = _first_mismatch(part.double(), layer(x).double(), 1e-5)
+                if where:
+                    raise Wrong(f"at d_model={d} the {name} third of the fused output differs from {name}_proj(x) "
+                                f"{where}" + (": did the biases come along?" if fused.bias is None
+                                              or not fused.bias.any() else ""))
     return "One (3d, d) matrix multiplication instead of three (d, d) ones: fewer, larger calls into the BLAS."
 
 
@@ -82,17 +84,21 @@ def _(quantize_rows):
 def _(smoothed_kl):
     from transformer_lib.training import LabelSmoothing
     torch.manual_seed(0)
-    vocab, pad, eps = 9, 1, 0.1
-    log_probs = torch.randn(6, vocab, dtype=torch.float64).log_softmax(-1)
-    target = torch.tensor([3, 1, 8, 0, 5, 1])
-    want = LabelSmoothing(vocab, pad, eps)(log_probs, target).item()
-    got = float(smoothed_kl(log_probs, target, eps, pad))
-    if abs(got - want) <= 1e-9 * abs(want):
-        return "The same loss as LabelSmoothing, from one gather and one sum per row: no (N, V) tensor."
-    real = int((target != pad).sum())
-    confidence, other = 1 - eps, eps / (vocab - 2)
-    constant = confidence * math.log(confidence) + eps * math.log(other)
-    if abs(got - (want - real * constant)) <= 1e-9 * abs(want):
-        raise Wrong("that is the cross-entropy: KL(q || p) also has sum q log q, a constant per real row, "
-                    f"(1 - s) log(1 - s) + s log(s / (V - 2)) = {constant:.4f}")
-    raise Wrong(f"for 6 rows (2 of them padding) and V = {vocab} the loss is {want:.6f}, got {got:.6f}")
+    # the first as before; then another vocabulary, padding id and smoothing, so that none written in passes
+    for vocab, pad, eps, target in ((9, 1, 0.1, [3, 1, 8, 0, 5, 1]), (12, 0, 0.25, [4, 0, 11, 2, 7])):
+        _trying(f"smoothed_kl(log_probs, target, {eps}, {pad}) with V = {vocab}")
+        target = torch.tensor(target)
+        log_probs = torch.randn(len(target), vocab, dtype=torch.float64).log_softmax(-1)
+        want = LabelSmoothing(vocab, pad, eps)(log_probs, target).item()
+        got = float(smoothed_kl(log_probs, target, eps, pad))
+        if abs(got - want) <= 1e-9 * abs(want):
+            continue
+        real = int((target != pad).sum())
+        confidence, other = 1 - eps, eps / (vocab - 2)
+        constant = confidence * math.log(confidence) + eps * math.log(other)
+        if abs(got - (want - real * constant)) <= 1e-9 * abs(want):
+            raise Wrong("that is the cross-entropy: KL(q || p) also has sum q log q, a constant per real row, "
+                        f"(1 - s) log(1 - s) + s log(s / (V - 2)) = {constant:.4f}")
+        raise Wrong(f"for {len(target)} rows ({len(target) - real} of them padding, id {pad}), V = {vocab} and "
+                    f"smoothing {eps} the loss is {want:.6f}, got {got:.6f}")
+    return "The same loss as LabelSmoothing, from one gather and one sum per row: no (N, V) tensor."

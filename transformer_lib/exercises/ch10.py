@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from transformer_lib.exercises.core import Wrong, _exercise, _tensor
+from transformer_lib.exercises.core import Wrong, _exercise, _tensor, _trying
 
 
 @_exercise("10.1", "inputs and targets")
@@ -30,41 +30,56 @@ def _(shift):
 
 @_exercise("10.2", "perplexity of a corpus")
 def _(corpus_perplexity):
-    nll, tokens = [12.0, 3.0, 30.0], [6, 1, 10]
-    want = math.exp(sum(nll) / sum(tokens))
-    got = float(corpus_perplexity(list(nll), list(tokens)))
-    if abs(got - want) <= 1e-9 * want:
-        uniform = corpus_perplexity([5 * math.log(50)], [5])
-        return (f"A model that knows nothing, uniform over 50 tokens, has perplexity {uniform:.1f}: perplexity is the "
-                "number of equally likely tokens the model hesitates between.")
-    if abs(got - math.exp(sum(n / t for n, t in zip(nll, tokens)) / len(nll))) <= 1e-9 * want:
-        raise Wrong("averaging each sentence's mean gives a one-token sentence the weight of a long one: pool the "
-                    "log-likelihoods and the tokens over the corpus first")
-    if abs(got - 2 ** (sum(nll) / sum(tokens))) <= 1e-9 * want:
-        raise Wrong("the losses are natural logarithms (cross_entropy), so the perplexity is exp of the mean, not 2 ** it")
-    raise Wrong(f"for sentence losses {nll} (summed over tokens) and lengths {tokens} the perplexity is {want:.4f}, "
-                f"got {got:.4f}")
+    # several corpora, so that no total written in passes
+    for nll, tokens in (([12.0, 3.0, 30.0], [6, 1, 10]), ([2.5, 40.0], [1, 20]), ([7.0], [4])):
+        _trying(f"corpus_perplexity({nll}, {tokens})")
+        want = math.exp(sum(nll) / sum(tokens))
+        got = float(corpus_perplexity(list(nll), list(tokens)))
+        if abs(got - want) <= 1e-9 * want:
+            continue
+        if abs(got - math.exp(sum(n / t for n, t in zip(nll, tokens)) / len(nll))) <= 1e-9 * want:
+            raise Wrong("averaging each sentence's mean gives a one-token sentence the weight of a long one: pool the "
+                        "log-likelihoods and the tokens over the corpus first")
+        if abs(got - 2 ** (sum(nll) / sum(tokens))) <= 1e-9 * want:
+            raise Wrong("the losses are natural logarithms (cross_entropy), so the perplexity is exp of the mean, not "
+                        "2 ** it")
+        raise Wrong(f"for sentence losses {nll} (summed over tokens) and lengths {tokens} the perplexity is "
+                    f"{want:.4f}, got {got:.4f}")
+    uniform = corpus_perplexity([5 * math.log(50)], [5])
+    return (f"A model that knows nothing, uniform over 50 tokens, has perplexity {uniform:.1f}: perplexity is the "
+            "number of equally likely tokens the model hesitates between.")
+
+
+# (probabilities, the p tried): the first as the exercise states it; then a batch of two rows that sort otherwise,
+# with p between the sums, so that neither one row nor one order written in passes
+_NUCLEI = (([[0.5, 0.05, 0.25, 0.15, 0.05]], (0.5, 0.7, 0.75, 0.9, 1.0)),
+           ([[0.12, 0.4, 0.03, 0.3, 0.08, 0.07], [0.2, 0.06, 0.1, 0.45, 0.15, 0.04]], (0.35, 0.6, 0.85, 0.95)))
 
 
 @_exercise("10.3", "the nucleus")
 def _(top_p_filter):
     from transformer_lib.gpt import filter_logits
-    probs = torch.tensor([[0.5, 0.05, 0.25, 0.15, 0.05]])
-    logits = probs.log()
-    for p in (0.5, 0.7, 0.75, 0.9, 1.0):
-        want = filter_logits(logits.clone(), top_p=p)
-        got = _tensor("top_p_filter(logits, p)", top_p_filter(logits.clone(), p), tuple(logits.shape))
-        kept, want_kept = got.isfinite()[0], want.isfinite()[0]
-        if torch.equal(kept, want_kept):
-            if not torch.allclose(got[0][kept].double(), want[0][kept].double()):
-                raise Wrong("the tokens kept should keep their logits unchanged (they are renormalized by the softmax)")
-            continue
-        names = lambda mask: [f"{probs[0, i].item():.2f}" for i in mask.nonzero().flatten().tolist()]  # noqa: E731
-        hint = ""
-        if int(kept.sum()) == int(want_kept.sum()) - 1:
-            hint = ": keep the token whose probability takes the sum to p (the fewest tokens that reach p)"
-        raise Wrong(f"with probabilities {probs[0].tolist()} and p={p} keep the tokens of probability {names(want_kept)}, "
-                    f"got {names(kept)}{hint}")
+    for rows, ps in _NUCLEI:
+        probs = torch.tensor(rows)
+        logits = probs.log()
+        for p in ps:
+            _trying(f"top_p_filter(logits, {p}) for logits of shape {tuple(logits.shape)}")
+            want = filter_logits(logits.clone(), top_p=p)
+            got = _tensor("top_p_filter(logits, p)", top_p_filter(logits.clone(), p), tuple(logits.shape))
+            for row in range(len(rows)):
+                kept, want_kept = got[row].isfinite(), want[row].isfinite()
+                if torch.equal(kept, want_kept):
+                    if not torch.allclose(got[row][kept].double(), want[row][kept].double()):
+                        raise Wrong("the tokens kept should keep their logits unchanged (they are renormalized by the "
+                                    "softmax)")
+                    continue
+                names = lambda mask: [rows[row][i] for i in mask.nonzero().flatten().tolist()]  # noqa: E731
+                hint = ""
+                if int(kept.sum()) == int(want_kept.sum()) - 1:
+                    hint = ": keep the token whose probability takes the sum to p (the fewest tokens that reach p)"
+                where = f" (row {row} of {len(rows)})" if len(rows) > 1 else ""
+                raise Wrong(f"with probabilities {rows[row]}{where} and p={p} keep the tokens of probability "
+                            f"{names(want_kept)}, got {names(kept)}{hint}")
     return "It keeps the same tokens as filter_logits(logits, top_p=p)."
 
 

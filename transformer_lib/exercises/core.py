@@ -56,8 +56,19 @@ def all_exercises() -> dict[str, Exercise]:
     return EXERCISES
 
 
+_CASE = [""]  # the case a check is trying now, named when the answer raises on it
+
+
+def _trying(case: str) -> None:
+    """Name the case (sizes, bases, counts) a check tries next, so that a crash on it says which one."""
+    _CASE[0] = case
+
+
 def verdict(number: str, answer) -> tuple[bool, str]:
     """(passed, sentence) for the answer to exercise `number`."""
+    if not isinstance(number, str):
+        raise TypeError(f"number must be an exercise's number as a string, such as \"2.1\", got "
+                        f"{type(number).__name__} {number!r}")
     _load_chapter(number)
     if number not in EXERCISES:
         raise ValueError(f"number must be one of {sorted(all_exercises())}, got {number!r}")
@@ -66,6 +77,7 @@ def verdict(number: str, answer) -> tuple[bool, str]:
     unsolved = f"{head}: not solved yet (put your code in place of `raise NotImplementedError`, run the cell again)"
     if answer is None:
         return False, unsolved
+    _CASE[0] = ""
     try:
         with _isolated():
             guarded = _guarded(answer)
@@ -75,8 +87,9 @@ def verdict(number: str, answer) -> tuple[bool, str]:
         return False, unsolved
     except Wrong as wrong:
         return False, f"{head}: not yet. {wrong}"
-    except Exception as err:  # noqa: BLE001 - the reader's code failed; say how
-        return False, f"{head}: not yet. Your code raised {type(err).__name__}: {err}"
+    except Exception as err:  # noqa: BLE001 - the reader's code failed; say how (and on which case)
+        case = f" ({_CASE[0]})" if _CASE[0] else ""
+        return False, f"{head}: not yet. Your code raised {type(err).__name__}: {err}{case}"
     return True, f"{head}: passes. {passed}"
 
 
