@@ -1179,6 +1179,65 @@ def _(tmp):
     _modern().from_llama({k: v for k, v in model.state_dict().items() if "q_proj" not in k}, model.config)
 
 
+@case("from_gpt2(source, config)", "a state dict of more layers than the config's n_layer", ValueError, "source",
+      "n_layer=1", "layer 1 would be dropped")
+def _(tmp):
+    model = tiny_gpt2(n_layer=2)
+    _gpt().from_gpt2(model.state_dict(), {**model.config.to_dict(), "n_layer": 1})
+
+
+@case("from_llama(source, config)", "a tensor a LlamaForCausalLM does not have", ValueError, "from_llama",
+      "'score.weight'")
+def _(tmp):
+    model = tiny_llama()
+    _modern().from_llama({**model.state_dict(), "score.weight": torch.zeros(2, 8)}, model.config)
+
+
+@case("from_llama(source, config)", "tie_word_embeddings=True over a head of its own", ValueError, "lm_head.weight",
+      "model.embed_tokens.weight", "tie_word_embeddings=True")
+def _(tmp):
+    model = tiny_llama()
+    with torch.no_grad():
+        model.lm_head.weight.add_(1.0)
+    _modern().from_llama(model.state_dict(), {**model.config.to_dict(), "tie_word_embeddings": True})
+
+
+@case("from_llama(source, config)", "an untied config over a state dict without lm_head.weight", KeyError,
+      "lm_head.weight", "tie_word_embeddings=False")
+def _(tmp):
+    model = tiny_llama()
+    _modern().from_llama({k: v for k, v in model.state_dict().items() if k != "lm_head.weight"}, model.config)
+
+
+@case("Attention(d_model, n_heads, n_kv_heads)", "0 key/value heads", ValueError, "n_kv_heads", "0")
+def _(tmp): _modern().Attention(32, 8, 0)
+
+
+@case("ModernGPT(config)(tokens, cache)", "a cache filled by a batch of 2 fed a batch of 3", ValueError, "cache",
+      "2 sequences", "3 rows")
+def _(tmp):
+    model, cache = _modern().ModernGPT(tiny_block(positions="rope")).eval(), [None]
+    model(torch.zeros(2, 2, dtype=torch.long), cache)
+    model(torch.zeros(3, 1, dtype=torch.long), cache)
+
+
+@case("ModernGPT(config)(tokens, cache)", "a cache list longer than the model's layers", ValueError, "cache",
+      "2 entries", "1 layers")
+def _(tmp): _modern().ModernGPT(tiny_block()).eval()(torch.zeros(1, 2, dtype=torch.long), [None, None])
+
+
+@case("apply_rope(x, angles)", "angles cast to bfloat16", ValueError, "angles", "bfloat16", "float32")
+def _(tmp): _modern().apply_rope(torch.zeros(1, 2, 4, 8), _modern().rope_angles(4, 8).bfloat16())
+
+
+@case("generate(model, prompt, ...)", "a translation model", TypeError, "model", "EncoderDecoder")
+def _(tmp): _gpt().generate(tiny_model(), torch.tensor([[2, 5]]), 3)
+
+
+@case("filter_logits(logits, ...)", "logits holding NaN (a diverged model)", ValueError, "logits", "NaN")
+def _(tmp): _gpt().filter_logits(torch.tensor([[0.0, float("nan"), 1.0]]))
+
+
 @case("one_change_variants(base)", "a GPTConfig (chapter 10's) instead of a BlockConfig", TypeError, "base",
       "BlockConfig", "GPTConfig")
 def _(tmp):

@@ -139,6 +139,44 @@ def test_the_kv_cache_refuses_to_run_past_the_context():
         cache(torch.zeros(1, 1, dtype=torch.long))
 
 
+@pytest.mark.parametrize("temperature", [1e-45, 1e-38, 1e-30])
+def test_a_tiny_temperature_samples_the_most_probable_token_and_never_nan(temperature):
+    logits = torch.tensor([[2.0, 7.5, -3.0, 7.25], [-50.0, -60.0, -40.5, -41.0]])
+    probs = filter_logits(logits, temperature).softmax(-1)
+    assert torch.equal(probs, F.one_hot(logits.argmax(-1), 4).float())
+    model = tiny_gpt()
+    prompt = torch.randint(0, 40, (3, 4), generator=torch.Generator().manual_seed(0))
+    sampled = generate(model, prompt, 8, temperature=temperature, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(sampled, generate(model, prompt, 8, greedy=True))
+
+
+def test_float16_logits_at_a_small_temperature_do_not_overflow_and_others_are_only_divided():
+    logits = torch.tensor([[100.0, 90.0, -5.0]], dtype=torch.float16)
+    probs = filter_logits(logits, 1e-3).softmax(-1)  # 100 / 1e-3 is past float16's largest number, 65,504
+    assert torch.equal(probs, torch.tensor([[1.0, 0.0, 0.0]], dtype=torch.float16))
+    plain = torch.randn(4, 9)
+    assert torch.equal(filter_logits(plain, 0.7), plain / 0.7)  # no overflow: the logits divided, nothing else
+
+
+def test_nan_logits_are_named_not_sampled():
+    with pytest.raises(ValueError, match="logits: row 1 holds NaN"):
+        filter_logits(torch.tensor([[0.0, 1.0], [float("nan"), 1.0]]))
+    with pytest.raises(ValueError, match="or is all -inf"):
+        filter_logits(torch.full((1, 3), float("-inf")))
+    model = tiny_gpt()
+    with torch.no_grad():
+        model.norm.weight[0] = float("nan")  # a diverged model: every logit NaN
+    for greedy in (True, False):
+        with pytest.raises(ValueError, match="holds NaN"):
+            generate(model, torch.tensor([[1, 2]]), 3, greedy=greedy)
+
+
+def test_generate_samples_from_a_half_precision_gpt():
+    model = tiny_gpt().to(torch.bfloat16)
+    out = generate(model, torch.tensor([[1, 2]]), 5, top_k=5, generator=torch.Generator().manual_seed(0))
+    assert out.shape == (1, 5) and out.dtype == torch.long
+
+
 # ---- chapter 11
 
 

@@ -196,3 +196,80 @@ def test_the_package_imports_without_transformers():
             "import transformer_lib.gpt, transformer_lib.modern, transformer_lib.fast\n"
             "assert 'transformers' not in {m.split('.')[0] for m in sys.modules if sys.modules[m] is not None}")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ---- converters refuse a source they would not read whole
+
+
+def tiny_gpt2(n_layer: int = 2, **options) -> GPT2LMHeadModel:
+    torch.manual_seed(0)
+    return GPT2LMHeadModel(GPT2Config(vocab_size=30, n_positions=8, n_embd=16, n_layer=n_layer, n_head=2,
+                                      bos_token_id=None, eos_token_id=None, **options)).eval()
+
+
+def tiny_llama(n_layers: int = 2, **options) -> LlamaForCausalLM:
+    torch.manual_seed(0)
+    return randomized(LlamaForCausalLM(LlamaConfig(**{**dict(
+        vocab_size=30, hidden_size=16, intermediate_size=24, num_hidden_layers=n_layers, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=8, bos_token_id=None, eos_token_id=None, pad_token_id=None),
+        **options})), 0, 0.15)
+
+
+@pytest.mark.parametrize("held, said, message", [(3, 2, r"source holds 3 layers but config \w+=2: layer 2 would be "
+                                                  "dropped"),
+                                                 (2, 3, r"source holds 2 layers but config \w+=3: layer 2 missing"),
+                                                 (4, 1, r"layers 1, 2, 3 would be dropped")])
+def test_a_layer_count_other_than_the_configs_is_refused_naming_the_layers(held, said, message):
+    gpt2, llama = tiny_gpt2(held), tiny_llama(held)
+    with pytest.raises(ValueError, match=message):
+        from_gpt2(gpt2.state_dict(), {**gpt2.config.to_dict(), "n_layer": said})
+    with pytest.raises(ValueError, match=message):
+        from_llama(llama.state_dict(), {**llama.config.to_dict(), "num_hidden_layers": said})
+
+
+def test_a_tensor_the_converter_does_not_read_is_named():
+    for convert, model in ((from_gpt2, tiny_gpt2()), (from_llama, tiny_llama())):
+        state = {**model.state_dict(), "score.weight": torch.zeros(2, 16), "lm_head.bias": torch.zeros(30)}
+        with pytest.raises(ValueError, match=rf"{convert.__name__} does not read 'score.weight', 'lm_head.bias'"):
+            convert(state, model.config)
+
+
+def test_a_tied_config_over_an_untied_llama_head_is_refused_naming_both():
+    llama = tiny_llama(tie_word_embeddings=False)
+    assert not torch.equal(llama.state_dict()["lm_head.weight"], llama.state_dict()["model.embed_tokens.weight"])
+    with pytest.raises(ValueError, match="lm_head.weight differs from model.embed_tokens.weight, but config "
+                                         "tie_word_embeddings=True"):
+        from_llama(llama.state_dict(), {**llama.config.to_dict(), "tie_word_embeddings": True})
+    state = {k: v for k, v in llama.state_dict().items() if k != "lm_head.weight"}
+    with pytest.raises(KeyError, match="no lm_head.weight, but config tie_word_embeddings=False"):
+        from_llama(state, llama.config)
+    tied = tiny_llama(tie_word_embeddings=True)  # its state dict holds lm_head.weight, equal to the embedding
+    assert from_llama(tied.state_dict(), tied.config).lm_head.weight is not None
+
+
+def test_a_shape_other_than_the_configs_sizes_is_named():
+    gpt2, llama = tiny_gpt2(n_inner=40), tiny_llama()
+    with pytest.raises(ValueError, match=r"'transformer.h.0.mlp.c_fc.weight' gives layers.0.feed_forward.w_1.weight "
+                                         r"the shape \(40, 16\) where the config's sizes make it \(64, 16\)"):
+        from_gpt2(gpt2.state_dict(), {**gpt2.config.to_dict(), "n_inner": None})
+    with pytest.raises(ValueError, match="'model.layers.0.mlp.gate_proj.weight' gives layers.0.ffn.w_1.weight"):
+        from_llama(llama.state_dict(), {**llama.config.to_dict(), "intermediate_size": 32})
+
+
+def test_the_buffers_older_transformers_saved_are_read_when_they_are_what_the_config_says():
+    gpt2, llama = tiny_gpt2(), tiny_llama()
+    tokens = tokens_for(30, 8, 0)
+    mask = torch.ones(1, 1, 8, 8, dtype=torch.bool).tril()
+    old = {**gpt2.state_dict(), **{f"transformer.h.{i}.attn.{n}": t for i in range(2)
+                                   for n, t in (("bias", mask), ("masked_bias", torch.tensor(-1e4)))}}
+    with torch.no_grad():
+        assert torch.allclose(from_gpt2(old, gpt2.config)(tokens), gpt2(tokens).logits, atol=1e-5)
+    with pytest.raises(ValueError, match="'transformer.h.1.attn.bias' is not the causal mask"):
+        from_gpt2({**old, "transformer.h.1.attn.bias": torch.ones(1, 1, 8, 8, dtype=torch.bool)}, gpt2.config)
+    frequencies = 10000.0 ** (-torch.arange(0, 4, 2).float() / 4)  # head size 4, rope_theta 10,000
+    old = {**llama.state_dict(), **{f"model.layers.{i}.self_attn.rotary_emb.inv_freq": frequencies for i in range(2)}}
+    with torch.no_grad():
+        assert torch.allclose(from_llama(old, llama.config)(tokens), llama(tokens).logits, atol=1e-5)
+    with pytest.raises(ValueError, match="rotary_emb.inv_freq' are not the RoPE frequencies of the config's "
+                                         "rope_theta=500000.0"):
+        from_llama(old, {**llama.config.to_dict(), "rope_parameters": {"rope_type": "default", "rope_theta": 500000.0}})

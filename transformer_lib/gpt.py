@@ -22,6 +22,7 @@ __all__ = [
 
 # %% notebooks/10_gpt.ipynb cell 2
 import math
+import re
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass
@@ -254,10 +255,16 @@ class KVCache:
 def filter_logits(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
                   top_p: float = 1.0) -> torch.Tensor:
     """Logits (B, V) divided by the temperature, -inf outside the top k and outside the nucleus (the fewest most
-    probable tokens whose probabilities reach top_p)."""
+    probable tokens whose probabilities reach top_p). Where the division overflows (a temperature such as 1e-45, or
+    float16 logits), each row is first shifted so that its largest logit is 0: the same softmax, never NaN, and in the
+    limit of a tiny temperature the most probable token alone, as greedy."""
     check_logits(logits)
     check_sampling(temperature, top_k, top_p)
-    logits = logits / temperature
+    _check_scores(logits)
+    scaled = logits / temperature
+    if not torch.equal(scaled.isfinite(), logits.isfinite()):  # past the dtype's largest number: inf, then NaN
+        scaled = (logits - logits.amax(-1, keepdim=True)) / temperature  # all <= 0: overflows to -inf only
+    logits = scaled
     if top_k is not None:
         kth = logits.topk(min(top_k, logits.size(-1))).values[:, -1:]  # (B, 1): the k-th largest
         logits = logits.masked_fill(logits < kth, float("-inf"))
@@ -269,24 +276,38 @@ def filter_logits(logits: torch.Tensor, temperature: float = 1.0, top_k: int | N
     return logits
 
 
+def _check_scores(logits: torch.Tensor) -> None:
+    """Logits a token can be drawn from: no NaN or +inf, and not every token -inf, in any row."""
+    bad = logits.isnan().any(-1) | logits.isposinf().any(-1) | logits.isneginf().all(-1)  # (B,)
+    if bool(bad.any()):
+        raise ValueError(f"logits: row {bad.nonzero()[0].item()} holds NaN or +inf, or is all -inf: nothing to draw "
+                         "a token from; the model's outputs are broken (a diverged run, or a half-precision overflow)")
+
+
 @torch.no_grad()
 def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int, temperature: float = 1.0,
              top_k: int | None = None, top_p: float = 1.0, end: int | None = None, greedy: bool = False,
              generator: torch.Generator | None = None) -> torch.Tensor:
     """max_new_tokens (B, n) after each prompt row (B, L), sampled with the cache; a row that wrote `end` repeats it.
-    The model decodes in eval mode and is given back in the mode it came in."""
+    The model decodes in eval mode and is given back in the mode it came in. model: chapter 10's GPT (with a
+    KVCache), or a model whose kv_cache() gives what a KVCache does (chapter 11's ModernGPT)."""
+    if not isinstance(model, GPT) and not callable(getattr(model, "kv_cache", None)):
+        raise TypeError(f"model must be chapter 10's GPT or chapter 11's ModernGPT, got {type(model).__name__}; a "
+                        "translation model decodes with chapter 7's greedy_decode_cached or beam_search")
     check_generate(model, prompt, max_new_tokens, end)
     check_sampling(temperature, top_k, top_p)
     training, out = model.training, []
     model.eval()
     try:
-        cache, done = KVCache(model), torch.zeros(prompt.size(0), dtype=torch.bool, device=prompt.device)
+        cache = KVCache(model) if isinstance(model, GPT) else model.kv_cache()
+        done = torch.zeros(prompt.size(0), dtype=torch.bool, device=prompt.device)
         logits = cache(prompt)  # (B, V): the prefill
         for step in range(max_new_tokens):
+            _check_scores(logits)
             if greedy:
                 token = logits.argmax(-1, keepdim=True)  # (B, 1)
-            else:
-                probs = filter_logits(logits, temperature, top_k, top_p).softmax(-1)  # (B, V)
+            else:  # drawn in float32 at least: a half-precision model's logits too
+                probs = filter_logits(logits.float(), temperature, top_k, top_p).softmax(-1)  # (B, V)
                 token = torch.multinomial(probs, 1, generator=generator)  # (B, 1)
             if end is not None:
                 token = token.masked_fill(done[:, None], end)
@@ -303,29 +324,81 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int, temperature:
 # %% notebooks/10_gpt.ipynb cell 38
 def from_gpt2(source, config=None) -> GPT:
     """Our GPT holding the weights of a Hugging Face GPT2LMHeadModel, or of its state dict with its config (the
-    config object or its to_dict()); in eval mode. Needs no transformers itself: it reads tensors and fields."""
+    config object or its to_dict()); in eval mode. Needs no transformers itself: it reads tensors and fields. Refuses
+    a source it would not read whole: a tensor it does not read, other layers than the config's, another shape."""
     state, get = hf_source(source, config, "GPT2LMHeadModel")
     prefix = "transformer." if "transformer.wte.weight" in state else ""
+    if isinstance(get("n_layer"), int):  # before check_gpt2_config, which names the first missing tensor only
+        _check_layers(state, rf"{re.escape(prefix)}h\.(\d+)\.", get("n_layer"), "n_layer")
     check_gpt2_config(get, state, prefix)
     d = get("n_embd")
     model = GPT(GPTConfig(get("vocab_size"), get("n_layer"), d, get("n_head"), get("n_inner") or 4 * d,
                           get("resid_pdrop", 0.1), get("n_positions"), positions="learned", activation="gelu_tanh",
                           norm_eps=get("layer_norm_epsilon", 1e-5), scale_embeddings=False))
-    s = lambda name: state[prefix + name]
-    ours = {"embed.embedding.weight": s("wte.weight"), "lm_head.weight": s("wte.weight"),
-            "positions.embedding.weight": s("wpe.weight"), "norm.weight": s("ln_f.weight"), "norm.bias": s("ln_f.bias")}
-    if "lm_head.weight" in state and not torch.equal(state["lm_head.weight"], s("wte.weight")):
+    ours, origin = {}, {}  # our name -> tensor, and -> the source's name it came from
+
+    def take(mine: str, theirs: str, how=lambda w: w):
+        ours[mine], origin[mine] = how(state[prefix + theirs]), prefix + theirs
+
+    for mine, theirs in (("embed.embedding.weight", "wte.weight"), ("lm_head.weight", "wte.weight"),
+                         ("positions.embedding.weight", "wpe.weight"), ("norm.weight", "ln_f.weight"),
+                         ("norm.bias", "ln_f.bias")):
+        take(mine, theirs)
+    if "lm_head.weight" in state and not torch.equal(state["lm_head.weight"], ours["lm_head.weight"]):
         raise ValueError("source: lm_head.weight differs from wte.weight; GPT-2's head is tied to its embedding")
     for i in range(get("n_layer")):
         h, o = f"h.{i}.", f"layers.{i}."
-        weights = s(h + "attn.c_attn.weight").T.chunk(3, 0)  # Conv1D keeps (in, out): (3d, d) once transposed
-        for name, w, b in zip(("w_q", "w_k", "w_v"), weights, s(h + "attn.c_attn.bias").chunk(3)):
-            ours[o + f"self_attn.{name}.weight"], ours[o + f"self_attn.{name}.bias"] = w, b
+        for j, name in enumerate(("w_q", "w_k", "w_v")):  # Conv1D keeps (in, out): (3d, d) once transposed, cut in 3
+            take(o + f"self_attn.{name}.weight", h + "attn.c_attn.weight", lambda w, j=j: w.T.chunk(3, 0)[j])
+            take(o + f"self_attn.{name}.bias", h + "attn.c_attn.bias", lambda b, j=j: b.chunk(3)[j])
         for theirs, mine in (("attn.c_proj", "self_attn.w_o"), ("mlp.c_fc", "feed_forward.w_1"),
                              ("mlp.c_proj", "feed_forward.w_2")):
-            ours[o + mine + ".weight"], ours[o + mine + ".bias"] = s(h + theirs + ".weight").T, s(h + theirs + ".bias")
+            take(o + mine + ".weight", h + theirs + ".weight", lambda w: w.T)
+            take(o + mine + ".bias", h + theirs + ".bias")
         for theirs, mine in (("ln_1", "sublayers.0.norm"), ("ln_2", "sublayers.1.norm")):
             for p in ("weight", "bias"):
-                ours[o + mine + "." + p] = s(h + theirs + "." + p)
+                take(o + mine + "." + p, h + theirs + "." + p)
+    masks = [n for n in state if re.fullmatch(rf"{re.escape(prefix)}h\.\d+\.attn\.(masked_)?bias", n)]
+    for n in masks:  # older transformers saved the causal mask (and the score given to masked positions)
+        t = state[n]
+        tril = torch.ones(t.shape[-2:], dtype=torch.bool, device=t.device).tril() if t.dim() >= 2 else None
+        if n.endswith(".attn.bias") and (tril is None or not torch.equal(t.bool(), tril.expand(t.shape))):
+            raise ValueError(f"source: {n!r} is not the causal mask GPT-2 saved under that name (ones on and below "
+                             "the diagonal); GPT's mask is causal")
+    _check_all_read(state, {*origin.values(), "lm_head.weight", *masks}, "from_gpt2")
+    _check_shapes(model, ours, origin)
     model.load_state_dict({k: v.detach().clone() for k, v in ours.items()})
     return model.eval()
+
+
+def _listed(items: list, n: int = 4) -> str:
+    return ", ".join(map(str, items[:n])) + (f", ... ({len(items)} in all)" if len(items) > n else "")
+
+
+def _check_layers(state: dict, pattern: str, n_layers: int, field: str) -> None:
+    """A converter's source holds exactly the layers its config counts: more would be dropped, fewer are missing."""
+    held = sorted({int(m.group(1)) for name in state if (m := re.match(pattern, name))})
+    if held and held != list(range(n_layers)):
+        extra, missing = [i for i in held if i >= n_layers], [i for i in range(n_layers) if i not in held]
+        layers = lambda found: f"layer{'s' * (len(found) > 1)} {_listed(found)}"
+        what = "; ".join([f"{layers(extra)} would be dropped"] * bool(extra)
+                         + [f"{layers(missing)} missing"] * bool(missing))
+        raise ValueError(f"source holds {len(held)} layers but config {field}={n_layers}: {what}; pass the config "
+                         "these weights were saved with")
+
+
+def _check_all_read(state: dict, read: set, converter: str) -> None:
+    """A converter refuses a source it would not read whole, naming what it would leave out."""
+    unread = [name for name in state if name not in read]
+    if unread:
+        raise ValueError(f"source: {converter} does not read {_listed([repr(n) for n in unread])}, which would be "
+                         "dropped; pass the model's own state dict with its own config")
+
+
+def _check_shapes(model: nn.Module, ours: dict, origin: dict) -> None:
+    """Every converted tensor has the shape the config gives its parameter; the source's name when not."""
+    shapes = {name: tensor.shape for name, tensor in model.state_dict().items()}
+    for name, tensor in ours.items():
+        if tensor.shape != shapes[name]:
+            raise ValueError(f"source: {origin[name]!r} gives {name} the shape {tuple(tensor.shape)} where the "
+                             f"config's sizes make it {tuple(shapes[name])}; pass the config the weights came with")

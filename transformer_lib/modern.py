@@ -28,18 +28,20 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_lib.checks.core import check_instance, check_int, check_ints, check_last_dim, check_probability
+from transformer_lib.checks.core import (check_instance, check_int, check_ints, check_last_dim, check_probability,
+                                         check_token_batch, check_vectors)
 from transformer_lib.checks.gpt import check_gpt_tokens, hf_source
 from transformer_lib.checks.modern import (check_block_config, check_gqa, check_head_rows, check_llama_config, check_rope,
                                            check_rope_input)
 from transformer_lib.blocks import LayerNorm
 from transformer_lib.embeddings import TokenEmbedding, sinusoidal_table
-from transformer_lib.gpt import GPT
+from transformer_lib.gpt import GPT, _check_all_read, _check_layers, _check_shapes
 
 
 # %% notebooks/11_modern.ipynb cell 5
 class RMSNorm(nn.Module):
-    """x / sqrt(mean(x^2) + eps) * weight: layer norm without the mean and without the bias.
+    """x / sqrt(mean(x^2) + eps) * weight: layer norm without the mean and without the bias. Computed in float32 at
+    least: in float16, x^2 overflows past |x| = 256 and the output would be 0.
 
     Shape:
         x: (..., d_model); output: the same.
@@ -53,7 +55,8 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_last_dim(x, self.weight.numel())
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight  # (..., d_model)
+        work = x.to(torch.promote_types(x.dtype, torch.float32))  # (..., d_model)
+        return (work * torch.rsqrt(work.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype) * self.weight
 
 
 # %% notebooks/11_modern.ipynb cell 8
@@ -102,14 +105,22 @@ def rope_angles(context: int, d_k: int, base: float = 10000.0) -> torch.Tensor:
 def apply_rope(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
     """Turn each pair (x[2i], x[2i + 1]) of every position by its angle.
 
+    Half-precision x is turned in float32 and the result rounded once to x's dtype. The angles must be float32 or
+    float64: bfloat16 keeps an angle near 2,000 only to the nearest multiple of 8 radians.
+
     Shape:
         x: (B, h, T, d_k), heads already split; angles: (T, d_k / 2), the rows of rope_angles for these positions.
         output: (B, h, T, d_k).
     """
     check_rope_input(x, angles)
-    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)  # (T, d_k / 2)
-    even, odd = x[..., 0::2], x[..., 1::2]  # (B, h, T, d_k / 2)
-    return torch.stack([even * cos - odd * sin, even * sin + odd * cos], -1).flatten(-2)  # (B, h, T, d_k)
+    if angles.dtype in (torch.float16, torch.bfloat16):
+        raise ValueError(f"angles are {angles.dtype}, which rounds the angle of a late position by radians; keep "
+                         "them float32 or float64 (rope_angles gives float64)")
+    work = torch.promote_types(x.dtype, torch.float32)
+    cos, sin = angles.cos().to(work), angles.sin().to(work)  # (T, d_k / 2)
+    even, odd = x[..., 0::2].to(work), x[..., 1::2].to(work)  # (B, h, T, d_k / 2)
+    turned = torch.stack([even * cos - odd * sin, even * sin + odd * cos], -1).flatten(-2)  # (B, h, T, d_k)
+    return turned.to(x.dtype)
 
 
 # %% notebooks/11_modern.ipynb cell 17
@@ -145,7 +156,7 @@ class Attention(nn.Module):
     def __init__(self, d_model: int, n_heads: int, n_kv_heads: int | None = None, dropout: float = 0.0,
                  bias: bool = True):
         super().__init__()
-        n_kv_heads = n_kv_heads or n_heads
+        n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads  # 0 is refused, not read as None
         check_gqa(d_model, n_heads, n_kv_heads, dropout)
         self.n_heads, self.n_kv_heads, self.d_k = n_heads, n_kv_heads, d_model // n_heads
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
@@ -158,6 +169,12 @@ class Attention(nn.Module):
         return x.view(x.size(0), x.size(1), n, self.d_k).transpose(1, 2)  # (B, n, T, d_k)
 
     def forward(self, x: torch.Tensor, angles: torch.Tensor | None = None, past=None):
+        check_vectors("x", x, self.w_q.in_features)
+        if past is not None and not (isinstance(past[0], torch.Tensor) and past[0].dim() == 4 and
+                                     past[0].shape[:2] + past[0].shape[3:] == (x.size(0), self.n_kv_heads, self.d_k)):
+            raise ValueError(f"past must hold keys of shape (B={x.size(0)}, n_kv_heads={self.n_kv_heads}, t, "
+                             f"d_k={self.d_k}), got {tuple(getattr(past[0], 'shape', ()))}: another batch or another "
+                             "layer's; start without past")
         t = 0 if past is None else past[0].size(2)  # tokens already in the cache
         q = self.heads(self.w_q(x), self.n_heads)  # (B, h, T, d_k)
         k, v = self.heads(self.w_k(x), self.n_kv_heads), self.heads(self.w_v(x), self.n_kv_heads)  # (B, g, T, d_k)
@@ -230,6 +247,8 @@ class ModernGPT(nn.Module):
     Shape:
         tokens: (B, T); cache: None, or a list with one entry per layer (None at first) that forward fills, so
         that the next call feeds only the new tokens. output: (B, T, vocab_size) logits.
+
+    RoPE's angles stay float64 whatever the model is cast to (.half(), .to(torch.bfloat16)): a cast rebuilds them.
     """
 
     def __init__(self, c: BlockConfig):
@@ -252,8 +271,22 @@ class ModernGPT(nn.Module):
                 if isinstance(norm, LayerNorm):
                     norm.bias.requires_grad_(False)  # a layer norm without its shift: the bias stays zero
 
+    def _apply(self, fn, recurse=True):
+        super()._apply(fn, recurse)  # what .to(), .half(), .cuda() call: every tensor cast and moved
+        if self.config.positions == "rope":  # angles are positions times frequencies: rebuilt, never rounded
+            c = self.config
+            self.angles = rope_angles(c.context, c.d_model // c.n_heads, c.rope_base).to(self.angles.device)
+        return self
+
+    def kv_cache(self):
+        """What KVCache(model) is to chapter 10's GPT, for its generate(): a function from the new tokens (B, L) to
+        the next token's logits (B, vocab_size), keeping this model's cache between calls."""
+        cache = [None] * len(self.layers)
+        return lambda tokens: self(tokens, cache)[:, -1]
+
     def forward(self, tokens: torch.Tensor, cache: list | None = None) -> torch.Tensor:
-        t = 0 if not cache or cache[0] is None else cache[0][0].size(2)  # tokens already read
+        check_token_batch("tokens", tokens)
+        t = 0 if cache is None else _cached_tokens(cache, self.layers, tokens.size(0))  # tokens already read
         check_gpt_tokens(tokens, self.config, already=t)
         x = self.embed(tokens) if self.config.scale_embeddings else self.embed.embedding(tokens)  # (B, T, d_model)
         if self.config.positions == "sinusoidal":
@@ -264,6 +297,32 @@ class ModernGPT(nn.Module):
             if cache is not None:
                 cache[i] = kv
         return self.lm_head(self.norm(x))  # (B, T, vocab_size)
+
+
+def _cached_tokens(cache, layers, batch: int) -> int:
+    """How many tokens a ModernGPT's cache holds: a list with one entry per layer, all None (nothing read yet) or all
+    (keys, values) of shape (batch, n_kv_heads, t, d_k) with the same t."""
+    if not isinstance(cache, list):
+        raise TypeError(f"cache must be a list, [None] * {len(layers)} at first, got {type(cache).__name__}")
+    if len(cache) != len(layers):
+        raise ValueError(f"cache has {len(cache)} entries but the model {len(layers)} layers; start from "
+                         f"[None] * {len(layers)}")
+    if all(kv is None for kv in cache):
+        return 0
+    first = cache[0][0] if isinstance(cache[0], tuple) and isinstance(cache[0][0], torch.Tensor) else None
+    first = first if first is not None and first.dim() == 4 else None  # keys (B, n_kv_heads, t, d_k)
+    if first is not None and first.size(0) != batch:
+        raise ValueError(f"cache holds {first.size(0)} sequences but tokens has {batch} rows; feed the same rows as "
+                         "the first call, or start a new cache")
+    for i, (kv, layer) in enumerate(zip(cache, layers)):
+        want = (batch, layer.attn.n_kv_heads, -1 if first is None else first.size(2), layer.attn.d_k)
+        if not (isinstance(kv, tuple) and len(kv) == 2 and all(isinstance(x, torch.Tensor) and x.shape == want
+                                                                for x in kv)):
+            got = [tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__ for x in kv] if isinstance(
+                kv, tuple) else type(kv).__name__
+            raise ValueError(f"cache[{i}] must be (keys, values) of shape {want}, as this model's cache[0], got {got}; "
+                             "start a new cache")
+    return first.size(2)
 
 
 def from_gpt(gpt) -> ModernGPT:
@@ -319,31 +378,52 @@ def cache_bytes_per_token(model: ModernGPT, tokens: int = 32) -> float:
 # %% notebooks/11_modern.ipynb cell 35
 def from_llama(source, config=None) -> ModernGPT:
     """A ModernGPT holding the weights of a Hugging Face LlamaForCausalLM, or of its state dict with its config (the
-    config object or its to_dict()); in eval mode. Needs no transformers itself: it reads tensors and fields."""
+    config object or its to_dict()); in eval mode. Needs no transformers itself: it reads tensors and fields. Refuses
+    a source it would not read whole (as from_gpt2), and a head other than the config's tie_word_embeddings says."""
     state, get = hf_source(source, config, "LlamaForCausalLM")
+    if isinstance(get("num_hidden_layers"), int):
+        _check_layers(state, r"model\.layers\.(\d+)\.", get("num_hidden_layers"), "num_hidden_layers")
     check_llama_config(get, state)
     h = get("num_attention_heads")
     g = get("num_key_value_heads", h)
     rope = get("rope_parameters") or {}
+    tied, head = bool(get("tie_word_embeddings", False)), state.get("lm_head.weight")
+    if tied and head is not None and not torch.equal(head, state["model.embed_tokens.weight"]):
+        raise ValueError("source: lm_head.weight differs from model.embed_tokens.weight, but config "
+                         "tie_word_embeddings=True would use the embedding for both; pass the config these weights "
+                         "were saved with (tie_word_embeddings=False)")
+    if not tied and head is None:
+        raise KeyError("source: no lm_head.weight, but config tie_word_embeddings=False says the head has its own "
+                       "table; pass tie_word_embeddings=True if it shares the embedding's")
     model = ModernGPT(BlockConfig(
         vocab_size=get("vocab_size"), n_layers=get("num_hidden_layers"), d_model=get("hidden_size"), n_heads=h,
         d_ff=get("intermediate_size"), dropout=get("attention_dropout", 0.0), context=get("max_position_embeddings"),
         norm="rms", ffn="swiglu", positions="rope", n_kv_heads=g, bias=False, d_hidden=get("intermediate_size"),
         rope_base=float(rope.get("rope_theta") or get("rope_theta", 10000.0)), norm_eps=get("rms_norm_eps", 1e-6),
-        scale_embeddings=False, tie_head=bool(get("tie_word_embeddings", False))))
+        scale_embeddings=False, tie_head=tied))
     names = {"input_layernorm": "norm_1", "post_attention_layernorm": "norm_2", "self_attn.q_proj": "attn.w_q",
              "self_attn.k_proj": "attn.w_k", "self_attn.v_proj": "attn.w_v", "self_attn.o_proj": "attn.w_o",
              "mlp.gate_proj": "ffn.w_1", "mlp.up_proj": "ffn.w_3", "mlp.down_proj": "ffn.w_2"}
-    ours = {"embed.embedding.weight": state["model.embed_tokens.weight"], "norm.weight": state["model.norm.weight"],
-            "lm_head.weight": state.get("lm_head.weight", state["model.embed_tokens.weight"])}
+    origin = {"embed.embedding.weight": "model.embed_tokens.weight", "norm.weight": "model.norm.weight",
+              "lm_head.weight": "model.embed_tokens.weight" if tied else "lm_head.weight"}  # ours -> theirs
     for i in range(model.config.n_layers):
         for theirs, mine in names.items():
-            key = f"model.layers.{i}.{theirs}.weight"
-            if key not in state:
-                raise KeyError(f"source: no tensor {key!r}; is it a LlamaForCausalLM's state dict?")
-            w = state[key]
-            if theirs in ("self_attn.q_proj", "self_attn.k_proj"):  # the half-split layout, reordered into pairs
-                w = pairs_from_halves(w, h if theirs == "self_attn.q_proj" else g)
-            ours[f"layers.{i}.{mine}.weight"] = w
+            origin[f"layers.{i}.{mine}.weight"] = f"model.layers.{i}.{theirs}.weight"
+    for key in origin.values():
+        if key not in state:
+            raise KeyError(f"source: no tensor {key!r}; is it a LlamaForCausalLM's state dict?")
+    c = model.config
+    frequencies = rope_angles(2, c.d_model // c.n_heads, c.rope_base)[1]  # (d_k / 2,): position 1's angles
+    rotary = [n for n in state if n.endswith(("rotary_emb.inv_freq", "rotary_emb.original_inv_freq"))]
+    for n in rotary:  # older transformers saved RoPE's frequencies: they must be the config's
+        if state[n].shape != frequencies.shape or not torch.allclose(state[n].cpu().double(), frequencies, rtol=1e-5):
+            raise ValueError(f"source: {n!r} are not the RoPE frequencies of the config's rope_theta={c.rope_base} "
+                             f"and head size {c.d_model // c.n_heads}")
+    _check_all_read(state, {*origin.values(), "lm_head.weight", *rotary}, "from_llama")
+    ours = {mine: state[theirs] for mine, theirs in origin.items()}
+    _check_shapes(model, ours, origin)
+    for i in range(c.n_layers):  # the half-split layout, reordered into pairs
+        ours[f"layers.{i}.attn.w_q.weight"] = pairs_from_halves(ours[f"layers.{i}.attn.w_q.weight"], h)
+        ours[f"layers.{i}.attn.w_k.weight"] = pairs_from_halves(ours[f"layers.{i}.attn.w_k.weight"], g)
     model.load_state_dict({k: v.detach().clone() for k, v in ours.items()})
     return model.eval()
