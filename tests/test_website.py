@@ -16,7 +16,9 @@ import pytest
 from bs4 import BeautifulSoup
 
 import transformer_lib.book as bk
-from transformer_lib.book.site import SiteError, build_site, rewrite_links
+from transformer_lib.book import site as site_module
+from transformer_lib.book.cli import main as book_main
+from transformer_lib.book.site import SiteError, assemble, build_site, html_loads, rewrite_links
 
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / "build" / "screenshots"
@@ -253,7 +255,7 @@ def test_a_small_book_builds_and_a_figure_without_alt_text_is_refused_naming_its
 def test_an_image_from_outside_the_site_and_a_broken_link_are_refused(tmp_path):
     book = _small_book(tmp_path, [nbformat.v4.new_markdown_cell("# X\n\n![a cat](https://example.org/cat.png)")],
                        alt="{}\n")
-    with pytest.raises(SiteError, match=r"notebooks/01_x.ipynb: an image from https://example.org/cat.png"):
+    with pytest.raises(SiteError, match=r"notebooks/01_x.ipynb cell 0 \(id \w+\): an image from https://example.org/cat.png"):
         build_site(book, tmp_path / "site", log=lambda *_: None)
     nb = nbformat.read(tmp_path / "notebooks" / "01_x.ipynb", as_version=4)
     nb.cells[0].source = "# X\n\nSee [the missing section](../README.md#no-such-heading)."
@@ -275,6 +277,333 @@ def test_a_folder_the_build_did_not_write_and_a_failed_build_leave_what_was_ther
     with pytest.raises(SiteError, match="notebooks/01_x.ipynb is not a notebook nbformat can read"):
         build_site(book, tmp_path / "site", log=lambda *_: None)
     assert {p: p.read_bytes() for p in (tmp_path / "site").rglob("*") if p.is_file()} == before
+
+
+# ---- a hostile copy of the book: nothing written outside the site, nothing loaded from outside, no code rewritten
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+
+
+def _folder(path):
+    path.mkdir(parents=True)
+    return path
+
+
+def _md_cell(source, cell_id="m1", attachments=None):
+    cell = nbformat.v4.new_markdown_cell(source)
+    cell["id"] = cell_id
+    if attachments:
+        cell["attachments"] = attachments
+    return cell
+
+
+def _files(folder):
+    return {p: p.read_bytes() for p in Path(folder).rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("name", ["/ABS/x.png", "../../x.png", "sub/x.png", "..", "x\\\\y.png"])
+def test_an_attachment_named_by_a_path_is_refused_and_nothing_is_written_where_it_points(tmp_path, name):
+    outside = tmp_path / "outside"
+    name = name.replace("/ABS", str(outside))
+    book = _small_book(_folder(tmp_path / "book"), [_md_cell(f"# X\n\n![d](attachment:{name})", "c9",
+                                                    {name: {"image/png": PNG}})], alt="{}\n")
+    with pytest.raises(SiteError, match=rf"notebooks/01_x.ipynb cell 0 \(id c9\): the attachment {re.escape(repr(name))} "
+                                        "is not a plain file name"):
+        assemble(book, tmp_path / "src")
+    assert not outside.exists() and not (tmp_path / "x.png").exists() and not (tmp_path / "src" / "x.png").exists()
+
+
+def test_two_chapters_attachments_of_one_name_do_not_collide(tmp_path):
+    book = _small_book(_folder(tmp_path / "book"), [_md_cell("# X\n\n![a diagram](attachment:d.png)", "c1",
+                                                    {"d.png": {"image/png": PNG}})], alt="{}\n")
+    nb = nbformat.read(book.root / "notebooks" / "01_x.ipynb", as_version=4)
+    svg = '<svg xmlns="http://www.w3.org/2000/svg"><rect width="1" height="1"/></svg>'
+    nb.cells = [_md_cell("# Y\n\n![another](attachment:d.png)", "c1", {"d.png": {"image/svg+xml": svg}})]
+    nbformat.write(nb, book.root / "notebooks" / "02_y.ipynb")
+    (book.root / "book.yml").write_text("title: T\npackage: p\nrepository: o/r\nchapters:\n"
+                                        "  - {file: notebooks/01_x.ipynb, title: X, module: x}\n"
+                                        "  - {file: notebooks/02_y.ipynb, title: Y, module: y}\n", encoding="utf-8")
+    assemble(bk.load_book(book.root), tmp_path / "src")
+    static = tmp_path / "src" / "_static" / "attachments"
+    assert (static / "01_x" / "c1" / "d.png").read_bytes()[:4] == b"\x89PNG"
+    assert (static / "02_y" / "c1" / "d.png").read_text() == svg
+    text = (tmp_path / "src" / "notebooks" / "02_y.ipynb").read_text()
+    assert "../_static/attachments/02_y/c1/d.png" in text
+
+
+@pytest.mark.parametrize("cell_id", ["../../up", "a/b", "x y"])
+def test_a_cell_id_that_is_not_plain_is_refused_before_it_names_a_file(tmp_path, cell_id):
+    book = _small_book(_folder(tmp_path / "book"), [_plot_cell("c1")], alt="{}\n")
+    path = book.root / "notebooks" / "01_x.ipynb"  # nbformat.write would refuse the id: the file is written as is
+    path.write_text(path.read_text().replace('"id": "c1"', f'"id": {json.dumps(cell_id)}'))
+    with pytest.raises(SiteError, match=rf"cell 0 \(id {re.escape(cell_id)}\): the cell id .* is not letters"):
+        assemble(book, tmp_path / "src")
+    assert not (tmp_path / "up-0.png").exists() and not list(tmp_path.glob("**/up-0.png"))
+
+
+@pytest.mark.parametrize("file", ["/ABS/x.ipynb", "../x.ipynb", "notebooks/../../x.ipynb", "notebooks\\\\x.ipynb"])
+def test_a_chapter_outside_the_book_is_refused_by_load_book(tmp_path, file):
+    file = file.replace("/ABS", str(tmp_path))
+    book = _small_book(_folder(tmp_path / "book"), [_md_cell("# X")], alt="{}\n")
+    (book.root / "book.yml").write_text(f"title: T\npackage: p\nrepository: o/r\nchapters:\n"
+                                        f"  - {{file: '{file}', title: X, module: x}}\n", encoding="utf-8")
+    with pytest.raises(bk.BookError, match=rf"book.yml: chapter 1: file {re.escape(repr(file))} must be a path inside "
+                                           "the book"):
+        bk.load_book(book.root)
+
+
+def test_a_chapter_linked_outside_the_book_is_refused_and_the_site_never_writes_into_the_book(tmp_path):
+    book = _small_book(_folder(tmp_path / "book"), [_md_cell("# X")], alt="{}\n")
+    (tmp_path / "elsewhere.ipynb").write_text((book.root / "notebooks" / "01_x.ipynb").read_text())
+    (book.root / "notebooks" / "02_y.ipynb").symlink_to(tmp_path / "elsewhere.ipynb")
+    (book.root / "book.yml").write_text("title: T\npackage: p\nrepository: o/r\nchapters:\n"
+                                        "  - {file: notebooks/02_y.ipynb, title: X, module: x}\n", encoding="utf-8")
+    with pytest.raises(bk.BookError, match=r"chapter 1: file 'notebooks/02_y.ipynb' leads outside the book"):
+        bk.load_book(book.root)
+    # a Book made by hand skips load_book: the site still reads only the book and writes only its own folder
+    before = _files(tmp_path)
+    for file in (str(book.root / "notebooks" / "01_x.ipynb"), "../elsewhere.ipynb"):
+        hostile = bk.Book(book.root, "T", "p", (bk.Chapter(file, "X", "x"),), "o/r")
+        with pytest.raises(SiteError):
+            assemble(hostile, tmp_path / "src")
+        shutil.rmtree(tmp_path / "src", ignore_errors=True)
+    with pytest.raises(SiteError, match="holds the book"):
+        assemble(book, tmp_path)
+    assert _files(tmp_path) == before
+
+
+def test_every_write_goes_through_one_guard_that_stays_inside_the_folder(tmp_path):
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "link").symlink_to(tmp_path)
+    for rel in ("../x", "/x", "a/../../x", "link/x", "", "a\\\\b"):
+        with pytest.raises(SiteError):
+            site_module._write(tmp_path / "site", rel, "x")
+    site_module._write(tmp_path / "site", "a/b.txt", "x")
+    with pytest.raises(SiteError, match="two files of the site would be written to a/b.txt"):
+        site_module._write(tmp_path / "site", "a/b.txt", "y")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
+    # nothing in site.py writes but _write: no write_text, write_bytes, open(..., "w"), copy or nbformat.write
+    source = Path(site_module.__file__).read_text(encoding="utf-8")
+    body = source[source.index("def _write("):]
+    body = body[body.index("\n\ndef "):]
+    assert not re.search(r"\.write_(?:text|bytes)\(|shutil\.copy\(|nbformat\.write\(|open\([^)]*[\"'][wa]", body)
+
+
+HOSTILE_HTML = [
+    '<script src="https://x.example/a.js"></script>', '<img srcset="a.png 1x, //x.example/b.png 2x">',
+    "<style>.a { background: url(https://x.example/c.png) }</style>", "<style>@import 'https://x.example/d.css';</style>",
+    '<p style="background-image: url(//x.example/e.png)">p</p>', '<video poster="http://x.example/f.jpg"></video>',
+    '<iframe src="https://x.example/g"></iframe>', '<link rel="stylesheet" href="https://x.example/h.css">',
+    '<object data="https://x.example/i.swf"></object>', '<embed src="https://x.example/j">',
+    '<picture><source srcset="https://x.example/k.webp"></picture>', '<audio src="https://x.example/l.mp3"></audio>',
+    '<svg><image href="https://x.example/m.png"/></svg>', '<svg><image xlink:href="https://x.example/n.png"/></svg>',
+    '<svg><use href="https://x.example/o.svg#a"/></svg>', '<img src="&#104;ttps://x.example/p.png">',
+    '<img src=" \\\\x.example/q.png">', '<p style="background: u\\72 l(https://x.example/r.png)">p</p>',
+    '<img src="https://x.example/s.png" onerror="fetch(1)">', '<base href="https://x.example/">',
+    '<meta http-equiv="refresh" content="0; url=https://x.example/">',
+]
+
+
+def _address_in(snippet):
+    m = re.search(r"(?:https?:)?//x\.example/[\w./#-]*|\\\\x\.example/\w+\.png|&#104;ttps://x\.example/\w+\.png", snippet)
+    return m.group(0).replace("&#104;", "h").replace("\\\\", "//") if m else None
+
+
+@pytest.mark.parametrize("snippet", HOSTILE_HTML)
+def test_raw_html_that_loads_from_outside_is_refused_in_cells_pages_and_outputs(tmp_path, snippet):
+    assert html_loads(snippet), snippet
+    address = _address_in(snippet)
+    named = re.escape(address) if address and "base" not in snippet and "meta" not in snippet else ""
+    cases = {
+        "cell": lambda root: None,
+        "readme": lambda root: (root / "README.md").write_text(f"# T\n\n{snippet}\n", encoding="utf-8"),
+        "doc": lambda root: (root / "docs").mkdir() or (root / "docs" / "a.md").write_text(f"# A\n\n{snippet}\n"),
+        "output": lambda root: None,
+    }
+    for where, change in cases.items():
+        root = tmp_path / where
+        cells = [_md_cell("# X" + (f"\n\n{snippet}\n" if where == "cell" else ""))]
+        if where == "output":
+            out = nbformat.v4.new_output("display_data", {"text/html": snippet})
+            cells.append(nbformat.v4.new_code_cell("show()", outputs=[out], id="o1"))
+        book = _small_book(_folder(root), cells, alt="{}\n")
+        change(root)
+        expected = {"cell": r"notebooks/01_x.ipynb cell 0 \(id m1\): raw HTML", "readme": "README.md: raw HTML",
+                    "doc": "docs/a.md: raw HTML",
+                    "output": r"notebooks/01_x.ipynb cell 1 \(id o1\): an output \(text/html\)"}[where]
+        with pytest.raises(SiteError, match=rf"{expected} that loads or runs .*{named}"):
+            assemble(book, tmp_path / f"src-{where}")
+
+
+def test_the_check_for_outside_loads_has_no_false_alarm_on_the_committed_book(tmp_path):
+    pages = assemble(bk.load_book(ROOT), tmp_path / "src")
+    assert len([p for p in pages if p.kind == "chapter"]) == len(bk.load_book(ROOT).chapters)
+    for html in ('<img src="data:image/png;base64,AAAA" alt="x">', '<a href="https://example.org">a link</a>',
+                 '<table><style scoped>.x { color: red }</style></table>', '<svg><use href="#icon"/></svg>',
+                 '<script type="application/json">{"a": 1}</script>'):
+        assert html_loads(html) == [], html
+
+
+@pytest.mark.parametrize("text, message", [
+    ('<a href="../../../outside">out</a>', "the link ../../../outside leads outside the repository"),
+    ("[x](path:../../../etc/passwd)", "only http, https and mailto links"),
+    ("[x](project:../../../etc/passwd)", "only http, https and mailto links"),
+    ('<a href="javascript:alert(1)">x</a>', "javascript:alert"),
+    ("```{include} /etc/passwd\n```", r"the MyST directive \{include\}"),
+    (":::{raw} html\n<script>x()</script>\n:::", r"the MyST directive \{raw\}"),
+    ("{download}`../../etc/passwd`", r"the MyST role \{download\}"),
+    ("![missing](../docs/figures/none.png)", "the image ../docs/figures/none.png: docs/figures/none.png is missing"),
+    ("![up](../../x.png)", "leads outside the repository"),
+    ("![r][ref]\n\n[ref]: https://x.example/a.png", "an image from https://x.example/a.png"),
+])
+def test_markdown_that_links_or_loads_outside_or_runs_a_directive_is_refused(tmp_path, text, message):
+    book = _small_book(_folder(tmp_path / "book"), [_md_cell(f"# X\n\n{text}\n")], alt="{}\n")
+    with pytest.raises(SiteError, match=rf"notebooks/01_x.ipynb(?: cell 0 \(id m1\))?: .*{message}"):
+        assemble(book, tmp_path / "src")
+
+
+def test_front_matter_and_notebook_metadata_cannot_set_myst_options(tmp_path):
+    book = _small_book(_folder(tmp_path / "book"), [_md_cell("# X\n\n{{ cycler.__init__.__globals__ }}")], alt="{}\n")
+    nb = nbformat.read(book.root / "notebooks" / "01_x.ipynb", as_version=4)
+    nb.metadata["myst"] = {"enable_extensions": ["substitution"]}
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    nb.cells[0].metadata["mystnb"] = {"render_markdown_format": "myst"}
+    nbformat.write(nb, book.root / "notebooks" / "01_x.ipynb")
+    assemble(book, tmp_path / "src")
+    page = nbformat.read(tmp_path / "src" / "notebooks" / "01_x.ipynb", as_version=4)
+    assert set(page.metadata) <= {"kernelspec", "language_info"} and page.cells[0].metadata == {}
+    config = (tmp_path / "src" / "_config.yml").read_text()
+    assert "substitution" not in config and "nb_ipywidgets_js: {}" in config  # {{ }} is text, not Jinja
+    (book.root / "README.md").write_text("---\nmyst:\n  enable_extensions: [substitution]\n---\n# T\n")
+    with pytest.raises(SiteError, match=r"README.md: front matter"):
+        assemble(book, tmp_path / "src2")
+
+
+@pytest.mark.parametrize("output, message", [
+    ({"application/javascript": "fetch('https://x.example')"}, "an output of type application/javascript"),
+    ({"application/vnd.jupyter.widget-view+json": {"model_id": "a"}}, "application/vnd.jupyter.widget-view"),
+    ({"text/markdown": "[secret](../../../../../../etc/passwd)"}, "leads outside the repository"),
+    ({"text/markdown": "![r](https://x.example/a.png)"}, "an image from https://x.example/a.png"),
+    ({"text/html": '<a href="../../../../etc/passwd">x</a>'}, "links to ../../../../etc/passwd"),
+    ({"image/svg+xml": '<svg><image href="https://x.example/a.png"/></svg>'}, "https://x.example/a.png"),
+])
+def test_outputs_that_run_code_load_or_link_outside_are_refused(tmp_path, output, message):
+    cell = nbformat.v4.new_code_cell("show()", outputs=[nbformat.v4.new_output("display_data", output)], id="o1")
+    book = _small_book(_folder(tmp_path / "book"), [_md_cell("# X"), cell], alt="{}\n")
+    with pytest.raises(SiteError, match=rf"notebooks/01_x.ipynb cell 1 \(id o1\): .*{re.escape(message)}"):
+        assemble(book, tmp_path / "src")
+
+
+def test_a_relative_image_is_copied_into_the_site_and_a_missing_one_is_refused(tmp_path):
+    book = _small_book(_folder(tmp_path / "book"), [_md_cell("# X\n\n![d](../docs/figures/d.svg)")], alt="{}\n")
+    (book.root / "docs" / "figures").mkdir(parents=True)
+    svg = '<svg xmlns="http://www.w3.org/2000/svg"><rect width="1" height="1"/></svg>'
+    (book.root / "docs" / "figures" / "d.svg").write_text(svg)
+    (book.root / "docs" / "a.md").write_text("# A\n\n![d](figures/d.svg) ![again](/docs/figures/d.svg)\n")
+    (book.root / "README.md").write_text("# T\n\n![d](docs/figures/d.svg)\n")
+    assemble(book, tmp_path / "src")
+    src = tmp_path / "src"
+    assert (src / "_static" / "repository" / "docs" / "figures" / "d.svg").read_text() == svg
+    assert "![d](_static/repository/docs/figures/d.svg)" in (src / "index.md").read_text()
+    assert "![again](../_static/repository/docs/figures/d.svg)" in (src / "docs" / "a.md").read_text()
+    assert "](../_static/repository/docs/figures/d.svg)" in (src / "notebooks" / "01_x.ipynb").read_text()
+    assert "github.com" not in (src / "index.md").read_text()
+    (book.root / "README.md").write_text("# T\n\n![d](docs/figures/gone.png)\n")
+    with pytest.raises(SiteError, match="README.md: the image docs/figures/gone.png: docs/figures/gone.png is missing"):
+        assemble(book, tmp_path / "src2")
+    (book.root / "docs" / "figures" / "d.svg").write_text('<svg><image href="https://x.example/a.png"/></svg>')
+    (book.root / "README.md").write_text("# T\n\n![d](docs/figures/d.svg)\n")
+    with pytest.raises(SiteError, match="README.md: the image docs/figures/d.svg loads https://x.example/a.png"):
+        assemble(book, tmp_path / "src3")
+
+
+def test_a_doc_linked_to_a_file_outside_the_book_is_refused(tmp_path):
+    book = _small_book(_folder(tmp_path / "book"), [_md_cell("# X")], alt="{}\n")
+    (tmp_path / "secret.md").write_text("# not the book's\n")
+    (book.root / "docs").mkdir()
+    (book.root / "docs" / "leak.md").symlink_to(tmp_path / "secret.md")
+    with pytest.raises(SiteError, match=r"docs/leak.md leads outside the book"):
+        assemble(book, tmp_path / "src")
+
+
+def test_links_in_code_stay_as_written_and_a_leading_slash_is_the_repository_root():
+    pages = {"docs/x.md": "docs/x.md", "README.md": "index.md"}
+    repo = "https://github.com/o/r/blob/main"
+    text = ("Call `layers[0](x)` or ``a `b` [c](d)``.\n\n```python\ny = layers[0](x)\n```\n\n~~~\n[e](f)\n~~~\n"
+            "[g](/docs/x.md) [h](/benchmarks/b.py) [i](x.md)\n")
+    assert rewrite_links(text, "docs/y.md", pages, repo) == text.replace("(/docs/x.md)", "(x.md)").replace(
+        "(/benchmarks/b.py)", f"({repo}/benchmarks/b.py)")
+    assert rewrite_links('<a href="/README.md#t">h</a>', "docs/y.md", pages, repo) == '<a href="../index.html#t">h</a>'
+
+
+def test_the_link_pattern_is_linear_on_an_unclosed_bracket():
+    """No nested unbounded quantifier, and a target cannot contain the "](" that starts the next try: each character
+    is read by one attempt, so a long unclosed "](" run returns at once."""
+    for pattern in (site_module._LINK, site_module._BADGE, site_module._DEFINITION, site_module._HTML_HREF):
+        assert not re.search(r"\)[*+]|\)\{\d*,\}", pattern.pattern.replace(r"\)", "")), pattern.pattern
+    assert r"([^()\[\]\s<>]+)" in site_module._LINK.pattern  # a target stops at the next "](" or "("
+    for text in ("](" * 100_000, "[x](" + "a" * 200_000, "![Open In Colab](" * 20_000, "<a href=" * 30_000):
+        assert rewrite_links(text, "docs/y.md", {}, "https://github.com/o/r/blob/main") is not None
+
+
+def test_html_command_answers_one_line_for_a_file_in_the_out_path_and_a_missing_repository(tmp_path, capsys):
+    book = _small_book(_folder(tmp_path / "book"), [_md_cell("# X")], alt="{}\n")
+    (tmp_path / "file").write_text("a file")
+    assert book_main(["--root", str(book.root), "html", "--out", str(tmp_path / "file" / "site")]) == 1
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [f"error: {tmp_path / 'file' / 'site'}: {tmp_path / 'file'} is a file, not a "
+                                        "folder; choose another --out"]
+    for out in (book.root, tmp_path):
+        assert book_main(["--root", str(book.root), "html", "--out", str(out)]) == 1
+        assert "holds the book" in capsys.readouterr().err
+    (book.root / "book.yml").write_text("title: T\npackage: p\nchapters:\n"
+                                        "  - {file: notebooks/01_x.ipynb, title: X, module: x}\n", encoding="utf-8")
+    assert book_main(["--root", str(book.root), "html", "--out", str(tmp_path / "site")]) == 1
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [f"error: {book.root / 'book.yml'}: missing key 'repository' (GitHub owner/name), "
+                                        "which the website links to; add it"]
+    assert not (tmp_path / "site").exists()
+
+
+@pytest.mark.parametrize("key, value", [("repository", 'o/r" onmouseover="alert(1)'), ("repository", "o"),
+                                        ("branch", "main/../../x"), ("branch", "<b>")])
+def test_a_repository_or_branch_that_is_not_a_name_is_refused(tmp_path, key, value):
+    book = _small_book(tmp_path, [_md_cell("# X")], alt="{}\n")
+    text = (book.root / "book.yml").read_text().replace("repository: o/r\n", "")
+    (book.root / "book.yml").write_text(text + f"{key}: '{value}'\n")
+    with pytest.raises(bk.BookError, match=rf"book.yml: {key} must be"):
+        bk.load_book(book.root)
+
+
+def test_alt_text_with_quotes_stays_an_attribute(tmp_path):
+    alt = """notebooks/01_x.ipynb:\n  'c1': ['A plot" onerror="alert(1)" x="<script>alert(2)</script>']\n"""
+    book = _small_book(_folder(tmp_path / "book"), [_md_cell("# X"), _plot_cell()], alt=alt)
+    assemble(book, tmp_path / "src")
+    nb = nbformat.read(tmp_path / "src" / "notebooks" / "01_x.ipynb", as_version=4)
+    soup = BeautifulSoup(nb.cells[1].outputs[0]["data"]["text/html"], "html.parser")
+    assert soup.select_one("img")["alt"].startswith('A plot" onerror=') and not soup.select("script")
+    assert not soup.select_one("img").has_attr("onerror")
+
+
+def test_a_hostile_title_is_escaped_and_the_site_holds_no_build_state(tmp_path):
+    book = _small_book(_folder(tmp_path / "book"), [_md_cell("# X"), _plot_cell()])
+    title = "<script>alert(1)</script> & co"
+    (book.root / "book.yml").write_text((book.root / "book.yml").read_text().replace("title: T", f"title: '{title}'"))
+    book = bk.load_book(book.root)
+    build_site(book, tmp_path / "site", log=lambda *_: None)
+    out = tmp_path / "site"
+    for path in _all_html(out):
+        text = path.read_text(encoding="utf-8")
+        assert "<script>alert(1)" not in text, path.relative_to(out)
+        soup = BeautifulSoup(text, "html.parser")
+        assert not [s for s in soup.select("script") if "alert(1)" in (s.string or "")], path.relative_to(out)
+    sidebar = BeautifulSoup((out / "index.html").read_text(encoding="utf-8"), "html.parser").select_one(".logo__title")
+    assert sidebar.get_text() == title
+    state = [p.relative_to(out) for p in out.rglob("*") if p.name in (".doctrees", ".buildinfo")
+             or p.suffix in (".pickle", ".doctree")]
+    assert state == []
+    for path in (p for p in out.rglob("*") if p.is_file()):  # nothing names the folder it was built in
+        assert b"transformer-book-site." not in path.read_bytes(), path.relative_to(out)
 
 
 # ---- the build, opened in headless Chromium over file://

@@ -117,6 +117,7 @@ def load_book(root: Path | None = None) -> Book:
             raise BookError(f"{manifest}: chapter {i}: {', '.join(wrong)} must be text, got "
                             + ", ".join(f"{key}={entry[key]!r}" for key in wrong))
         chapter = Chapter(str(entry["file"]), str(entry["title"]), str(entry["module"]))
+        _check_chapter_path(manifest, root, i, chapter.file)
         if not chapter.module.isidentifier():
             raise BookError(f"{manifest}: chapter {i} ({chapter.file}): module {chapter.module!r} is not a Python identifier")
         if chapter.module in seen_modules:
@@ -125,7 +126,12 @@ def load_book(root: Path | None = None) -> Book:
             )
         seen_modules[chapter.module] = chapter.file
         chapters.append(chapter)
-    book = Book(root, str(data["title"]), package, tuple(chapters), data.get("repository"), str(data.get("branch", "main")))
+    repository, branch = data.get("repository"), data.get("branch", "main")
+    if repository is not None and not (isinstance(repository, str) and _REPOSITORY.fullmatch(repository)):
+        raise BookError(f"{manifest}: repository must be GitHub's owner/name (letters, digits, . - _), got {repository!r}")
+    if not (isinstance(branch, str) and _BRANCH.fullmatch(branch) and ".." not in branch):
+        raise BookError(f"{manifest}: branch must be a git branch name (letters, digits, . - _ /), got {branch!r}")
+    book = Book(root, str(data["title"]), package, tuple(chapters), repository, branch)
     for chapter in book.chapters:
         target = book.module_path(chapter)
         if target.is_file() and not _is_generated(target):
@@ -134,6 +140,22 @@ def load_book(root: Path | None = None) -> Book:
                 "a hand-written module; pick another module name"
             )
     return book
+
+
+_REPOSITORY = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+_BRANCH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]*")
+
+
+def _check_chapter_path(manifest: Path, root: Path, i: int, file: str) -> None:
+    """A chapter is a path inside the book, written with /: tools write beside it and the site publishes it."""
+    parts = file.split("/")
+    if not file or file.startswith("/") or "\\" in file or re.match(r"^[A-Za-z]:", file) or ".." in parts:
+        raise BookError(f"{manifest}: chapter {i}: file {file!r} must be a path inside the book, relative to "
+                        "book.yml's folder, with / between folders (no leading /, no ..)")
+    real, real_root = (root / file).resolve(), root.resolve()
+    if real != real_root and real_root not in real.parents:
+        raise BookError(f"{manifest}: chapter {i}: file {file!r} leads outside the book (to {real}); "
+                        "a chapter must be a file of the book")
 
 
 def _is_generated(path: Path) -> bool:

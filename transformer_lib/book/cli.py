@@ -100,7 +100,12 @@ def main(argv: list[str] | None = None) -> int:
             from transformer_lib.book.site import build_site
 
             out = args.out if args.out is not None else book.root / "site"
-            build_site(book, out)
+            try:
+                build_site(book, out)
+            except OSError as err:  # a folder that cannot be made or written: one line, not a traceback
+                print(f"error: cannot write the site to {out}: {err.strerror or err} ({err.filename or out})",
+                      file=sys.stderr)
+                return 1
             print(f"open {out / 'index.html'}, or serve it: python -m http.server -d {out}")
         else:
             from transformer_lib.book.runner import run
