@@ -1,0 +1,165 @@
+# Hand-written tool module (not generated from a notebook).
+"""A chapter as its website page shows it (transformer_lib.book.site): a copy of the notebook without the exporter's
+`#|` lines, raw cells or metadata other than the kernel's, attachments and figures written into the site's _static/
+(each figure with its alt text from notebooks/alt_text.yml and a link to its full size, each chart with its vega-lite
+spec), every output checked to load nothing from outside the site.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import json
+import os
+import re
+from pathlib import Path
+
+import nbformat
+import yaml
+
+from transformer_lib.book.site_markdown import _check_markdown, _markdown, _Place
+from transformer_lib.book.site_safety import SiteError, _address, _hrefs, _source, _write, html_loads
+
+__all__ = ["ALT_TEXT_FILE", "VEGALITE_MIMES"]
+
+ALT_TEXT_FILE = "notebooks/alt_text.yml"
+VEGALITE_MIMES = ("application/vnd.vegalite.v6.json", "application/vnd.vegalite.v6+json",
+                  "application/vnd.vegalite.v5+json")
+
+
+# ------------------------------------------------------------------------------------------------ chapters
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+_CELL_ID = re.compile(r"[A-Za-z0-9_-]+")
+_SAFE_OUTPUTS = {"text/plain", "text/html", "text/markdown", "text/latex", "image/png", "image/jpeg", "image/svg+xml",
+                 *VEGALITE_MIMES}
+
+
+def _figure_html(png_b64: str, site: Path, to_static: str, name: str, alt: str, chart: dict | None = None) -> str:
+    """An output's figure as a file in _static/figures and the HTML that shows it, linked to its full size; a chart
+    also carries its spec, which site.js draws over the picture. `to_static`: the page's way to _static/."""
+    _write(site, f"_static/figures/{name}", base64.b64decode(png_b64))
+    src = f"{to_static}/figures/{name}"
+    img = (f'<a class="tb-figure-link" href="{src}" title="Open the figure at full size">'
+           f'<img class="tb-figure" src="{src}" alt="{html.escape(alt, quote=True)}" loading="lazy"></a>')
+    if chart is None:
+        return f'<div class="tb-figure-box">{img}</div>'
+    spec = json.dumps(chart).replace("</", "<\\/").replace("<!--", "<\\!--")  # nothing closes the script element
+    return (f'<div class="tb-chart" role="figure" aria-label="{html.escape(alt, quote=True)}">{img}'
+            f'<script type="application/json">{spec}</script></div>')
+
+
+def _text(value) -> str:
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+def _chapter(nb, where: str, alt: dict, site: Path, place: _Place, site_pages: set[str]):
+    """A copy of the chapter as its page shows it; returns (notebook, figures)."""
+    nb = nbformat.from_dict(json.loads(json.dumps(nb)))  # a deep copy
+    # only what the page needs: other metadata (myst options, widget state) would change how MyST builds the page
+    nb.metadata = {k: nb.metadata[k] for k in ("kernelspec", "language_info") if k in nb.metadata}
+    stem = re.sub(r"[^A-Za-z0-9_.-]", "-", Path(where).stem)
+    to_static = place.from_page("_static")
+    cells, figures = [], 0
+    for index, cell in enumerate(nb.cells):
+        cell_id = cell.get("id", "?")
+        at = place.at = f"{where} cell {index} (id {cell_id})"
+        cell.metadata = {"tags": list(cell.metadata["tags"])} if isinstance(cell.metadata.get("tags"), list) else {}
+        if cell.cell_type not in ("markdown", "code"):
+            continue  # raw cells are not part of the reading (and would pass their text to the page as is)
+        if not isinstance(cell_id, str) or not _CELL_ID.fullmatch(cell_id):
+            raise SiteError(f"{at}: the cell id {cell_id!r} is not letters, digits, - and _; give the cell a plain id")
+        if cell.cell_type == "markdown":
+            source = _markdown(cell.source, place)
+            for name, bundle in (cell.pop("attachments", None) or {}).items():
+                if not isinstance(name, str) or not _PLAIN_NAME.fullmatch(name) or name.strip(".") == "":
+                    raise SiteError(f"{at}: the attachment {name!r} is not a plain file name (letters, digits, "
+                                    ". - _); rename it")
+                mime = next((m for m in ("image/png", "image/svg+xml", "image/jpeg") if m in bundle), None)
+                if mime is None or f"attachment:{name}" not in source:
+                    continue
+                data = _text(bundle[mime])
+                if mime == "image/svg+xml" and (found := html_loads(data)):
+                    raise SiteError(f"{at}: the attachment {name} loads {', '.join(found[:4])}; a page loads "
+                                    "nothing from outside the site")
+                site_path = f"_static/attachments/{stem}/{cell_id}/{name}"
+                _write(site, site_path, data.encode() if mime == "image/svg+xml" else base64.b64decode(data))
+                source = source.replace(f"attachment:{name}", place.from_page(site_path))
+            if m := re.search(r"attachment:([^()\s]+)", source):
+                raise SiteError(f"{at}: the picture {m.group(1)} is not attached to its cell")
+            _check_markdown(source, place, at, site_pages)
+            cell.source = source
+        elif cell.cell_type == "code":
+            lines = cell.source.splitlines()
+            if any(line.startswith(("#| default_exp", "#| hide")) for line in lines):
+                continue  # the install cell, or a cell not meant for the page
+            cell.source = "\n".join(line for line in lines if not line.startswith("#| ")).strip("\n")
+            texts, n = alt.get(cell_id, []), 0
+            for output in cell.get("outputs", []):
+                data = output.get("data", {})
+                unknown = sorted(set(data) - _SAFE_OUTPUTS)
+                if unknown:
+                    raise SiteError(f"{at}: an output of type {unknown[0]}, which the site does not show (scripts "
+                                    "and widgets would load code); clear it")
+                _check_output(data, place, at, site_pages)
+                if "image/png" not in data:
+                    continue
+                if n >= len(texts) or not str(texts[n]).strip():
+                    raise SiteError(f"{at}: figure {n + 1} has no alt text; add it under {where}: "
+                                    f"'{cell_id}' in {ALT_TEXT_FILE}")
+                chart = next((data[m] for m in VEGALITE_MIMES if m in data), None)
+                output["data"] = {"text/html": _figure_html(_text(data["image/png"]), site, to_static,
+                                                            f"{stem}-{cell_id}-{n}.png", str(texts[n]), chart)}
+                output["metadata"] = {}
+                n, figures = n + 1, figures + 1
+            if n < len(texts):
+                raise SiteError(f"{ALT_TEXT_FILE}: {where} '{cell_id}' has {len(texts)} alt texts for "
+                                f"{n} figures")
+        cells.append(cell)
+    unknown = sorted(set(alt) - {cell.get("id") for cell in nb.cells})
+    if unknown:
+        raise SiteError(f"{ALT_TEXT_FILE}: {where} has no cell {', '.join(map(repr, unknown))}; remove its alt text "
+                        "or give it the id of the cell that draws the figure")
+    nb.cells = cells
+    return nb, figures
+
+
+def _check_output(data: dict, place: _Place, at: str, site_pages: set[str]) -> None:
+    """An output's HTML, SVG and Markdown load nothing and link nowhere outside; Markdown links are rewritten."""
+    for mime in ("text/html", "image/svg+xml"):
+        if mime in data:
+            text = _text(data[mime])
+            if found := html_loads(text):
+                raise SiteError(f"{at}: an output ({mime}) that loads or runs {', '.join(found[:4])}; a page loads "
+                                "nothing from outside the site")
+            for href in _hrefs(text):
+                if not re.match(r"^(?:https?:|mailto:|#|$)", _address(href), re.I):
+                    raise SiteError(f"{at}: an output ({mime}) links to {href}; outputs link only to web addresses "
+                                    "and anchors")
+    if "text/markdown" in data:
+        data["text/markdown"] = _markdown(_text(data["text/markdown"]), place, at, site_pages)
+
+
+def _read_notebook(book, name: str):
+    if not os.path.lexists(book.root / name):
+        raise SiteError(f"{name} is listed in book.yml but missing; restore it (git checkout -- {name}) or remove it "
+                        "from book.yml; the old site was left as it was")
+    path = _source(book, name)
+    try:
+        return nbformat.read(path, as_version=4)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as err:
+        raise SiteError(f"{name} is not a notebook nbformat can read ({type(err).__name__}: {str(err)[:200]}); "
+                        "restore it from git; the old site was left as it was") from None
+
+
+def _alt_texts(book) -> dict:
+    try:
+        data = yaml.safe_load(_source(book, ALT_TEXT_FILE).read_text(encoding="utf-8")) or {}
+    except SiteError:
+        raise SiteError(f"{ALT_TEXT_FILE} is missing: it holds the alt text of every figure the chapters draw") from None
+    except yaml.YAMLError as err:
+        raise SiteError(f"{ALT_TEXT_FILE} is not valid YAML: {err}") from None
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise SiteError(f"{ALT_TEXT_FILE} must map each chapter's notebook to {{cell id: [alt text, ...]}}")
+    unknown = set(data) - {c.file for c in book.chapters}
+    if unknown:
+        raise SiteError(f"{ALT_TEXT_FILE} names notebooks that are not chapters: {', '.join(sorted(unknown))}")
+    return {k: {str(cell): v if isinstance(v, list) else [v] for cell, v in cells.items()} for k, cells in data.items()}
