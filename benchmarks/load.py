@@ -3,6 +3,7 @@
 
     python benchmarks/load.py steps [--busy 2] [--rounds 2] [--record]
     python benchmarks/load.py chapters [--busy 2] [--chapters 5 7 8] [--record]
+    python benchmarks/load.py commands [--busy 2] [--rounds 1] [--steps 300] [--sentences 300] [--record]
 
 `steps` times 10 training steps of chapter 8's `cpu` model (3+3 layers, d_model 256) on random batches, each
 variant in a fresh process (the OpenMP settings are read when torch loads): torch's defaults (OMP_WAIT_POLICY
@@ -13,7 +14,13 @@ thread; idle, and with --busy processes that each keep a core busy. Variants and
 with --busy processes, and records the seconds each took (the chapters in the repository are not touched);
 --env sets the runs' environment (e.g. OMP_WAIT_POLICY=PASSIVE).
 
-`--record` writes benchmarks/load.json (both parts, kept side by side); docs/running.md renders it.
+`commands` times the commands as a reader types them: `python -m transformer_lib.train copy --steps N` and
+`python -m transformer_lib.translate` of --sentences German sentences (Multi30k's test2016, else the offline corpus)
+with the shipped model, on the CPU, idle and with --busy processes, each with the cores shared (the commands'
+default, runtime.share_cores_in_command) and not ($BOOK_SHARE_CORES=0); loads and settings are interleaved, round
+after round, and the medians kept.
+
+`--record` writes benchmarks/load.json (each part kept beside the others); docs/running.md renders it.
 """
 from __future__ import annotations
 
@@ -118,11 +125,60 @@ def chapters(args) -> dict:
     return results
 
 
+SHARING = {"shared": "1", "not shared": "0"}  # $BOOK_SHARE_CORES for each setting
+
+
+def _german(n: int) -> list[str]:
+    """n German sentences: Multi30k's test2016 where it can be had, else the offline corpus."""
+    from transformer_lib.multi30k import DataUnavailable, load_multi30k, offline_corpus
+
+    try:
+        pairs = load_multi30k("test2016")
+    except DataUnavailable:
+        pairs = offline_corpus(n)
+    return [de for de, _ in pairs[:n]]
+
+
+def command_seconds(argv: list[str], sharing: str, text: str | None = None) -> float:
+    """Wall seconds of `python -m ARGV...` with $BOOK_SHARE_CORES as `sharing` says, `text` on its standard input."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS")}
+    env["BOOK_SHARE_CORES"] = SHARING[sharing]
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", *argv], input=text, env=env, check=True, text=True,
+                   stdout=subprocess.DEVNULL, cwd=ROOT)
+    return time.perf_counter() - start
+
+
+def commands(args) -> dict:
+    text = "\n".join(_german(args.sentences)) + "\n"
+    runs = {f"train copy --steps {args.steps}": (["transformer_lib.train", "copy", "--steps", str(args.steps),
+                                                 "--seed", "3", "--device", "cpu", "--quiet"], None),
+            f"translate < {args.sentences} German sentences": (["transformer_lib.translate", "--device", "cpu"], text)}
+    times = {(name, sharing, load): [] for name in runs for sharing in SHARING for load in (0, args.busy)}
+    for r in range(args.rounds):
+        for load in (0, args.busy):
+            with busy(load):
+                for name, (argv, stdin) in runs.items():
+                    for sharing in SHARING:
+                        times[name, sharing, load].append(round(command_seconds(argv, sharing, stdin), 1))
+                        print(f"round {r + 1}, {load} busy, {name}, cores {sharing}: "
+                              f"{times[name, sharing, load][-1]} s", flush=True)
+    return {f"{name}, cores {sharing}": {
+        "idle_s": statistics.median(times[name, sharing, 0]),
+        "loaded_s": statistics.median(times[name, sharing, args.busy]),
+        "slowdown": round(statistics.median(times[name, sharing, args.busy]) / statistics.median(times[name, sharing, 0]), 2)}
+        for name in runs for sharing in SHARING}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("part", choices=["steps", "chapters"])
+    parser.add_argument("part", choices=["steps", "chapters", "commands"])
     parser.add_argument("--busy", type=int, default=2, help="processes keeping a core busy each (default 2)")
-    parser.add_argument("--rounds", type=int, default=2, help="steps: rounds of every variant (default 2)")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="steps, commands: rounds of every variant (default 2 for steps, 1 for commands)")
+    parser.add_argument("--steps", type=int, default=300, help="commands: train copy's --steps (default 300)")
+    parser.add_argument("--sentences", type=int, default=300, help="commands: sentences translated (default 300)")
+    parser.add_argument("--note", default=None, help="a sentence kept with the record, e.g. what else ran")
     parser.add_argument("--chapters", type=int, nargs="+", default=[5, 7, 8], help="chapters: which (default 5 7 8)")
     parser.add_argument("--env", nargs="*", default=[], metavar="NAME=VALUE",
                         help="chapters: environment for the runs, e.g. OMP_WAIT_POLICY=ACTIVE (default: as it is)")
@@ -135,15 +191,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.only and not all(1 <= n <= len(names) for n in args.only):
         parser.error(f"--only takes variant numbers from 1 to {len(names)}")
     args.variants = [names[n - 1] for n in args.only] if args.only else names
-    if args.busy < 1 or args.rounds < 1:
-        parser.error("--busy and --rounds must be at least 1")
+    if args.rounds is None:
+        args.rounds = 1 if args.part == "commands" else 2
+    if args.busy < 1 or args.rounds < 1 or args.steps < 1 or args.sentences < 1:
+        parser.error("--busy, --rounds, --steps and --sentences must be at least 1")
     from transformer_lib.runtime import machine
 
-    results = steps(args) if args.part == "steps" else chapters(args)
+    results = {"steps": steps, "chapters": chapters, "commands": commands}[args.part](args)
     print(json.dumps(results, indent=2))
     if args.record:
         record = json.loads(args.record.read_text()) if args.record.exists() else {}
         record[args.part] = {"machine": machine(), "busy": args.busy, "results": results}
+        if args.part == "commands":
+            record[args.part].update(rounds=args.rounds, note=args.note)
         save_record(args.record, record)
     return 0
 

@@ -1278,6 +1278,27 @@ def _(tmp): _runtime().run_budget("smok")
 def _(tmp): _runtime().seed_everything(-1)
 
 
+@case("run_budget()", "a book.yml above the working folder that is a YAML list", ValueError, "book.yml", "not a mapping")
+def _(tmp):
+    import os
+    (tmp / "book.yml").write_text("- cpu\n- full\n")
+    old, budget = os.getcwd(), os.environ.pop("BOOK_BUDGET", None)
+    os.chdir(tmp)
+    try:
+        _runtime().run_budget()
+    finally:
+        os.chdir(old)
+        if budget is not None:
+            os.environ["BOOK_BUDGET"] = budget
+
+
+@case("render_blocks(book, text, file)", "a generated block whose end marker was deleted", ValueError, "README.md line 1",
+      "'load'", "no end marker")
+def _(tmp):
+    from transformer_lib import claims
+    claims.render_blocks(None, "<!-- begin load (python -m transformer_lib.book readme) -->\nold table\n")
+
+
 # ------------------------------------------------------------------------------- files, serving and run folders
 DEEP = "[" * 100_000 + "]" * 100_000  # JSON nested deeper than Python's parser goes
 

@@ -386,3 +386,88 @@ def test_run_shares_cores_in_each_kernel_and_records_how_busy_other_processes_ke
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert code[1].outputs[0].text == "sharing True\n"
     assert [c.execution_count for c in code] == [1, 2, 3]  # the runner's own call left no trace in the counts
+
+
+@pytest.mark.parametrize("text, why", [
+    ("{not json", "cannot be read as JSON (line 1): JSONDecodeError"),
+    ("[1, 2]", "holds a list, not an object keyed by chapter file"),
+    ('{"notebooks/01_alpha.ipynb": {"c1": {"source": "ab"}}}', "'notebooks/01_alpha.ipynb' cell 'c1' is not"),
+])
+def test_a_damaged_offline_outputs_file_is_one_line_naming_it_and_what_to_run(tmp_path, capsys, text, why):
+    from transformer_lib.book import corpus
+
+    book = make_book(tmp_path, {"01_alpha": ["#| default_exp alpha"]})
+    bk.export(book)
+    (tmp_path / corpus.OFFLINE_FILE).write_text(text)
+    for command in (["check"], ["offline", "1"]):
+        assert cli.main(["--root", str(tmp_path), *command]) == 1
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert line.startswith(f"error: {corpus.OFFLINE_FILE}: {why}") and "Traceback" not in line
+        assert "python -m transformer_lib.book offline" in line and f"git checkout {corpus.OFFLINE_FILE}" in line
+    # inside the test command (conftest.py's collection) it is pytest's usage error: one line, no traceback
+    with pytest.raises(pytest.UsageError):
+        corpus.offline_outputs(tmp_path)
+    # `book offline` for every chapter records the file afresh (no chapter is tagged here: it is emptied)
+    assert corpus.record_offline(book, log=lambda *_: None) == tmp_path / corpus.OFFLINE_FILE
+    assert corpus.offline_outputs(tmp_path) == {}
+
+
+def test_book_run_says_at_a_chapter_s_start_how_long_its_recorded_run_took(tmp_path, monkeypatch):
+    """Under cpu and full, each chapter with a run recorded under that budget in docs/runs.json (a time per chapter,
+    none per cell) gets a progress-style line before it runs; under smoke (CI's run) nothing is added."""
+    import io
+    import json
+
+    book = make_book(tmp_path, {"01_alpha": ["#| default_exp alpha"], "02_beta": ["#| default_exp beta"]})
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "runs.json").write_text(json.dumps({"notebooks/01_alpha.ipynb": {
+        "full": {"seconds": 31.2, "machine": "NVIDIA H100"}, "smoke": {"seconds": 3.0, "machine": "m"}},
+        "notebooks/02_beta.ipynb": {"full": {"seconds": 445.9, "machine": "NVIDIA H100"}}}))
+
+    class Client:  # no kernel: what is printed before a chapter runs is the point here
+        def __init__(self, nb, **kwargs):
+            pass
+
+        def execute(self, **kwargs):
+            pass
+
+    monkeypatch.setattr(runner, "_client_class", lambda: Client)
+    for budget, expected in (("full", ["[1/2] 01_Alpha: recorded 31 s under full on NVIDIA H100",
+                                       "[2/2] 02_Beta: recorded 7.4 min under full on NVIDIA H100"]), ("smoke", [])):
+        out = io.StringIO()
+        runner.run(book, list(book.chapters), budget=budget, out=out)
+        assert [line for line in out.getvalue().splitlines() if "recorded" in line] == expected
+        assert all(line.startswith(("[1/2] ", "[2/2] ")) for line in out.getvalue().splitlines())
+
+
+def test_sigterm_ends_book_run_with_one_line_however_often_it_is_sent(tmp_path):
+    """SIGTERM (a process manager, `timeout`, `kill`) once the kernel runs a cell: one line, like Ctrl-C. nbclient
+    cleans up at each signal and again as the cell fails; run together, the clean-ups used to fail and Python printed
+    "Task exception was never retrieved" with their tracebacks after the error line."""
+    import signal
+    import time
+
+    make_book(tmp_path, {"01_alpha": ["#| default_exp alpha",
+                                      "import pathlib, time\npathlib.Path('started').touch()\ntime.sleep(120)"]})
+    before = (tmp_path / "notebooks" / "01_alpha.ipynb").read_text()
+    proc = subprocess.Popen([sys.executable, "-m", "transformer_lib.book", "--root", str(tmp_path), "run", "--budget",
+                             "smoke"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(3000):  # the kernel runs the cell
+            if (tmp_path / "notebooks" / "started").exists() or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert (tmp_path / "notebooks" / "started").exists(), proc.communicate()
+        proc.send_signal(signal.SIGTERM)
+        try:  # sent again while the first clean-up runs, as a process manager that waits a moment may
+            proc.wait(timeout=0.5)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, err
+    assert err.strip().splitlines() == ["error: notebooks/01_alpha.ipynb failed under budget smoke: interrupted in "
+                                        "cell 2 (code cell 2 of 2: import pathlib, time); the file was left as it was"]
+    assert "Traceback" not in out + err and "never retrieved" not in err
+    assert (tmp_path / "notebooks" / "01_alpha.ipynb").read_text() == before

@@ -481,3 +481,40 @@ def test_the_recorded_run_under_load_keeps_the_promise_for_chapters_5_7_and_8():
     assert shared["loaded_s_per_step"] < steps["torch's defaults (OMP_WAIT_POLICY unset)"]["loaded_s_per_step"]
     text = (ROOT / "docs" / "running.md").read_text()
     assert f"took at most {max(r['slowdown'] for r in chapters['results'].values()):.2f} times its idle" in text
+
+
+@pytest.mark.parametrize("cut, message", [
+    ("<!-- end load -->\n", r"docs/running.md line \d+: block 'load' has no end marker `<!-- end load -->`"),
+    ("<!-- begin load (python -m transformer_lib.book readme) -->\n",
+     r"docs/running.md line \d+: `<!-- end load -->` ends no block begun above it"),
+])
+def test_a_block_missing_a_marker_fails_the_check_naming_the_block_and_line(cut, message):
+    text = (ROOT / "docs" / "running.md").read_text(encoding="utf-8")
+    assert cut in text
+    altered = text.replace(cut, "", 1)
+    (problem,) = claims.readme_problems(BOOK, altered, "docs/running.md")
+    assert re.match(message, problem), problem
+    line = int(re.search(r"line (\d+)", problem).group(1))
+    kept = "<!-- end load -->" if "begin" in cut else "<!-- begin load"  # the marker left: the line named
+    assert kept in altered.splitlines()[line - 1]
+    with pytest.raises(ValueError, match=message):
+        claims.render_blocks(BOOK, altered, "docs/running.md")
+
+
+def test_a_begin_marker_not_alone_on_its_line_or_quoted_in_code():
+    begin = "<!-- begin load (python -m transformer_lib.book readme) -->"
+    assert claims.marker_problems(f"text {begin}\nx\n<!-- end load -->\n", "f.md") == [
+        f"f.md line 1: block 'load': write its begin marker alone on its line as `{begin}`"]
+    assert claims.marker_problems("the blocks between `<!-- begin NAME ... -->` and `<!-- end NAME -->`\n") == []
+    assert "before the next block begins (line 3)" in claims.marker_problems(
+        f"{begin}\nx\n{begin.replace('load', 'speed')}\n<!-- end speed -->\n")[0]
+
+
+def test_the_load_table_renders_the_commands_shared_and_not():
+    record = {"commands": {"machine": "m", "busy": 2, "rounds": 1, "note": "a shared machine", "results": {
+        "train copy --steps 100, cores shared": {"idle_s": 75.7, "loaded_s": 80.0, "slowdown": 1.06},
+        "train copy --steps 100, cores not shared": {"idle_s": 70.0, "loaded_s": 300.0, "slowdown": 4.29}}}}
+    text = claims.load_markdown(record)
+    assert "| `train copy --steps 100` | shared | 76 s | 80 s | 1.06x |" in text
+    assert "| `train copy --steps 100` | not shared | 70 s | 300 s | 4.29x |" in text
+    assert text.startswith("m: the commands") and "Note: a shared machine." in text

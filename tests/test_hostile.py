@@ -546,3 +546,70 @@ def test_a_subword_model_whose_tokenizers_entry_says_whole_words_is_refused(tmp_
                                                {"kind": "words", "lang": "en", "lower": True}]))
     with pytest.raises(ValueError, match="tokenizer cuts whole words, but its vocabulary holds subword symbols"):
         load_checkpoint(copy)
+
+
+@pytest.mark.parametrize("prose", ["[" * 40_000, "[a](" * 30_000, "[a](x)(" * 20_000, "`a" * 20_000, "[a]" * 20_000])
+def test_a_chapter_cell_of_hostile_brackets_is_read_in_one_pass_and_cites_nothing(prose):
+    """Every `[` once scanned to the end of the cell made a cell of 40,000 brackets take minutes in `book check`."""
+    from transformer_lib.book.references import cited, load_references
+
+    assert cited(prose, load_references(Path(__file__).resolve().parents[1])) == []
+
+
+@pytest.mark.parametrize("runs, names", [
+    ({"notebooks/01_alpha.ipynb": 5}, r"not \{chapter file: \{budget: record\}\}"),
+    ({"notebooks/01_alpha.ipynb": {"full": {"machine": "m"}}}, "notebooks/01_alpha.ipynb full: expected"),
+    ({"notebooks/01_alpha.ipynb": {"full": {"seconds": "31", "machine": "m"}}}, "full: expected"),
+    ({"notebooks/01_alpha.ipynb": {"full": 31}}, "full: expected"),
+])
+def test_a_forged_runs_json_ends_book_run_with_one_line_naming_it(tmp_path, monkeypatch, runs, names):
+    from test_book import make_book
+
+    from transformer_lib.book import BookError, runner
+
+    book = make_book(tmp_path, {"01_alpha": ["#| default_exp alpha"]})
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "runs.json").write_text(json.dumps(runs))
+    class NoKernel:
+        def __init__(self, *args, **kwargs):
+            pytest.fail("no kernel may start")
+
+    monkeypatch.setattr(runner, "_client_class", lambda: NoKernel)
+    with pytest.raises(BookError, match=f"^docs/runs.json: .*{names}") as err:
+        runner.run(book, list(book.chapters), budget="full", out=io.StringIO())
+    assert "\n" not in str(err.value)
+
+
+def test_a_deeply_nested_offline_outputs_file_is_one_line(tmp_path):
+    from transformer_lib.book import BookError, corpus
+
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / corpus.OFFLINE_FILE).write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(BookError, match=r"offline_outputs.json: cannot be read as JSON: RecursionError; run `python -m"):
+        corpus.offline_outputs(tmp_path)
+
+
+def test_an_end_marker_quoted_in_code_does_not_close_a_readme_block():
+    from transformer_lib import book as bk
+    from transformer_lib import claims
+
+    text = "<!-- begin load (python -m transformer_lib.book readme) -->\nold\nsee `<!-- end load -->`\n"
+    (problem,) = claims.readme_problems(bk.load_book(Path(__file__).resolve().parents[1]), text, "README.md")
+    assert problem.startswith("README.md line 1: block 'load' has no end marker")
+
+
+@pytest.mark.parametrize("text", ["default_budget: !!python/object/apply:os.system ['true']\n", "default_budget: *x\n"])
+def test_a_book_yml_that_would_run_code_or_names_an_unknown_anchor_is_one_line(tmp_path, monkeypatch, text):
+    from transformer_lib.runtime import run_budget
+
+    monkeypatch.delenv("BOOK_BUDGET", raising=False)
+    (tmp_path / "book.yml").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=r"book.yml cannot be read for its default_budget at line 1 \(\w+Error\)"):
+        run_budget()
+
+
+def test_a_share_cores_switch_that_is_neither_on_nor_off_ends_a_command_with_one_line(monkeypatch):
+    monkeypatch.setenv("BOOK_SHARE_CORES", "sometimes")
+    with pytest.raises(SystemExit, match=r"^error: \$BOOK_SHARE_CORES='sometimes': use 1"):
+        train_cli.main(["copy", "--steps", "1"])

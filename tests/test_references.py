@@ -134,3 +134,44 @@ def test_a_missing_field_or_a_cite_used_twice_is_named(tmp_path):
         {"one": ENTRY, "two": {**ENTRY, "url": "https://arxiv.org/abs/2001.00002"}}))
     with pytest.raises(bk.BookError, match="two: cite 'Author et al., 2020' is also one's"):
         load_references(tmp_path)
+
+
+DOI = {**ENTRY, "url": "https://doi.org/10.1016/S0022-2836(81)90087-5", "cite": "Doi et al., 1981", "year": 1981}
+
+
+@pytest.mark.parametrize("prose", [
+    "Widgets ([Author et al.,\n2020](https://arxiv.org/abs/2001.00001)).",  # wrapped over two lines
+    'Widgets ([Author et al., 2020](https://arxiv.org/abs/2001.00001 "A Paper")).',  # with a title
+    "Widgets ([Author et al., 2020](<https://arxiv.org/abs/2001.00001>)).",  # in angle brackets
+    "Widgets ([Author et al., 2020](\n  https://arxiv.org/abs/2001.00001\n)).",  # its target on a line of its own
+])
+def test_a_citation_wrapped_or_with_a_title_is_read(tmp_path, prose):
+    small = _small_book(tmp_path, {"01_a": [prose]}, {"author2020": ENTRY})
+    write_references(small)
+    assert "<https://arxiv.org/abs/2001.00001>" in nbformat.read(tmp_path / "notebooks" / "01_a.ipynb", as_version=4).cells[-1].source
+
+
+def test_a_doi_holding_parentheses_is_read(tmp_path):
+    small = _small_book(tmp_path, {"01_a": [f"Widgets ([Doi et al., 1981]({DOI['url']}))."]}, {"doi1981": DOI})
+    assert write_references(small) == ["notebooks/01_a.ipynb", "docs/references.md"]
+    assert DOI["url"] in nbformat.read(tmp_path / "notebooks" / "01_a.ipynb", as_version=4).cells[-1].source
+
+
+@pytest.mark.parametrize("prose, message", [
+    ("See [Author et al., 2020] on widgets.", r"\[Author et al., 2020\] is not followed by \(its url\)"),
+    ("See [Author et al., 2020](https://arxiv.org/abs/2001.00001v2).", r"links to https://arxiv.org/abs/2001.00001v2"),
+    ('See [Author et al., 2020](https://arxiv.org/abs/2001.00001 "unclosed).', "links to a target that cannot be read"),
+    ("See [the widget paper](https://arxiv.org/abs/2001.00001 'a).", r"\[the widget paper\]\(\.\.\.\) cannot be read as a link"),
+    ("See [Author et al., 2020][1].\n\n[1]: https://arxiv.org/abs/2001.00001", "is not followed by"),
+])
+def test_what_looks_like_a_citation_but_cannot_be_read_names_the_notebook_and_cell(tmp_path, prose, message):
+    small = _small_book(tmp_path, {"01_a": ["# A", prose]}, {"author2020": ENTRY})
+    for command in (write_references, stale_references):
+        with pytest.raises(bk.BookError, match=rf"^notebooks/01_a.ipynb cell 1 line \d: .*{message}"):
+            command(small)
+    assert cli.main(["--root", str(tmp_path), "references"]) == 1
+
+
+def test_a_citation_in_code_is_not_a_citation():
+    assert cited("`[Vaswani et al., 2017](https://arxiv.org/abs/1706.03762)` is how a chapter cites", REFS) == []
+    assert cited("```\n[Vaswani et al., 2017]\n```", REFS) == []

@@ -156,3 +156,66 @@ def test_process_seconds_reads_this_process_cpu_time():
         pass
     assert runtime.process_seconds(os.getpid()) - before >= 0.2
     assert runtime.process_seconds(2**22 + 12345) is None  # no such process
+
+
+@pytest.mark.parametrize("text, message", [
+    ("default_budget: [unclosed\n", r"book.yml cannot be read for its default_budget at line 2 \(ParserError\)"),
+    ("- cpu\n- full\n", r"book.yml is a list, not a mapping with a default_budget"),
+    ("\xff\xfe", r"book.yml cannot be read for its default_budget \(UnicodeDecodeError\)"),
+])
+def test_a_malformed_or_list_shaped_book_yml_is_one_line_naming_it(monkeypatch, tmp_path, text, message):
+    monkeypatch.delenv("BOOK_BUDGET", raising=False)
+    (tmp_path / "book.yml").write_bytes(text.encode("latin-1"))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=message) as err:
+        run_budget()
+    assert "\n" not in str(err.value) and "$BOOK_BUDGET" in str(err.value)
+
+
+def test_share_cores_in_command_sets_threads_before_each_forward_pass_and_obeys_its_switch(monkeypatch):
+    from transformer_lib import runtime
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    monkeypatch.setattr(runtime, "busy_seconds", lambda cpus: 0.0)  # a machine that can be measured, anywhere
+    before = torch.get_num_threads()
+    for off in ("0", "off", "No"):
+        monkeypatch.setenv(runtime.SHARE_ENV, off)
+        assert runtime.share_cores_in_command() is False and runtime._SHARING is None
+    monkeypatch.setenv(runtime.SHARE_ENV, "maybe")
+    with pytest.raises(SystemExit, match=r"\$BOOK_SHARE_CORES='maybe': use 1 .* or 0"):
+        runtime.share_cores_in_command()
+    monkeypatch.setenv("WORLD_SIZE", "2")  # torchrun's processes divide the cores themselves
+    monkeypatch.delenv(runtime.SHARE_ENV)
+    assert runtime.share_cores_in_command() is False
+    monkeypatch.delenv("WORLD_SIZE")
+    assert runtime.share_cores_in_command() is True
+    try:
+        runtime._SHARING.wanted = 1  # as if other processes kept the cores busy
+        with torch.no_grad():
+            torch.nn.Linear(2, 2)(torch.ones(2))  # translating: no optimizer step, no Jupyter cell
+        assert torch.get_num_threads() == 1
+    finally:
+        runtime.share_cores(on=False)
+    assert torch.get_num_threads() == before
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")  # a count the user fixed wins
+    assert runtime.share_cores_in_command() is False
+
+
+@pytest.mark.parametrize("module, argv", [  # arguments each command refuses at once, after it starts sharing
+    ("train", ["copy", "--steps", "0"]), ("train", ["multi30k", "--epochs", "0"]), ("translate", ["--beam", "0", "x"]),
+    ("evaluate", ["--beam", "0"]), ("serve", ["translate", "m", "x", "--threads", "0"])])
+def test_every_command_starts_sharing_the_cores_in_main(monkeypatch, module, argv):
+    import importlib
+
+    from transformer_lib import runtime
+
+    class Started(Exception):
+        pass
+
+    def started():
+        raise Started  # stop the command here: what it would run next needs data, models, time
+
+    monkeypatch.setattr(runtime, "share_cores_in_command", started)
+    with pytest.raises(Started):
+        importlib.import_module(f"transformer_lib.{module}").main(argv)

@@ -23,12 +23,13 @@ import yaml
 from transformer_lib.comparisons import (best_subwords, recipe_seeds_markdown, recipe_seeds_verdict, seed_summary,
                                         speedrun_markdown, subwords_markdown, subwords_within_noise, with_spread,
                                         within_noise)
+from transformer_lib.readme_blocks import load_markdown, marker_problems
 from transformer_lib.runtime import RESULT_KEY
 
 __all__ = ["DOCUMENTS", "notebook_results", "recorded_runs", "record_run", "chapter_minutes", "minutes_promise",
            "render_blocks", "readme_problems", "write_readme", "shipped_info", "speed_markdown", "RUNS_FILE",
            "SPEED_FILE", "SERVE_FILE", "serve_markdown", "subwords_markdown", "best_subwords", "SUBWORDS_FILE",
-           "recipes_markdown", "recipe_runs", "RECIPES_FILE", "seed_summary", "within_noise", "with_spread",
+           "recipes_markdown", "recipe_runs", "RECIPES_FILE", "seed_summary", "marker_problems", "within_noise", "with_spread",
            "subwords_within_noise", "recipe_seeds_markdown", "recipe_seeds_verdict"]
 
 # The files whose generated blocks `book readme` renders and checks, relative to the book's root.
@@ -350,36 +351,11 @@ def _serve_table(book, results) -> str:
     return _recorded(book, SERVE_FILE, "benchmarks/serve.py", "serving benchmark", serve_markdown)
 
 
-def load_markdown(record: dict) -> str:
-    """A recorded run of benchmarks/load.py: chapters and training steps, idle and beside busy processes."""
-    lines, machine = [], None
-    if "chapters" in record:
-        c = record["chapters"]
-        machine = c["machine"]
-        lines += [f"{machine}: each chapter run by `book run --budget cpu` (which shares the cores), idle and with "
-                  f"{c['busy']} other processes each keeping a core busy:", "",
-                  "| chapter | idle | loaded | slowdown |", "|---|---|---|---|"]
-        lines += [f"| {n} | {r['idle_s'] / 60:.1f} min | {r['loaded_s'] / 60:.1f} min | {r['slowdown']:.2f}x |"
-                  for n, r in c["results"].items()]
-        worst = max(r["slowdown"] for r in c["results"].values())
-        lines += ["", f"Beside {c['busy']} busy processes, each of these chapters took at most {worst:.2f} times its idle "
-                  "time.", ""]
-    if "steps" in record:
-        s = record["steps"]
-        where = "And" if s["machine"] == machine else f"{s['machine']}:"
-        lines += [f"{where} one training step of chapter 8's `cpu` model, each way of running torch's threads, idle "
-                  f"and with {s['busy']} busy processes (medians):", "",
-                  "| threads | idle | loaded | slowdown |", "|---|---|---|---|"]
-        lines += [f"| {name} | {r['idle_s_per_step']:.2f} s | {r['loaded_s_per_step']:.2f} s | {r['slowdown']:.2f}x |"
-                  for name, r in s["results"].items()]
-    return "\n".join(lines) + "\n"
-
-
 def _load_table(book, results) -> str:
     path = book.root / LOAD_FILE
     if not path.is_file():
         return "No run under load is recorded yet: run `python benchmarks/load.py chapters --record` (and `steps`).\n"
-    return (f"Recorded by `python benchmarks/load.py chapters --record` and `python benchmarks/load.py steps --record` "
+    return (f"Recorded by `python benchmarks/load.py chapters --record`, `... steps --record` and `... commands --record` "
             f"({LOAD_FILE}) on " + load_markdown(json.loads(path.read_text(encoding="utf-8"))))
 
 
@@ -397,7 +373,11 @@ BLOCKS = {"run-times": _run_times, "copy-task": _copy_task, "shipped-scores": _s
 
 
 def render_blocks(book, text: str, file: str = "README.md") -> str:
-    """`text` (the contents of `file`, named in errors) with every generated block rendered from the records."""
+    """`text` (the contents of `file`, named in errors) with every generated block rendered from the records.
+    ValueError naming the block and the line when a block's markers do not pair up (marker_problems)."""
+    problems = marker_problems(text, file)
+    if problems:
+        raise ValueError(problems[0])
     results = notebook_results(book)
 
     def fill(match):
@@ -410,6 +390,8 @@ def render_blocks(book, text: str, file: str = "README.md") -> str:
 
 
 def _problems(book, file: str, text: str) -> list[str]:
+    if marker_problems(text, file):
+        return marker_problems(text, file)
     try:
         rendered = render_blocks(book, text, file)
     except (KeyError, ValueError) as err:

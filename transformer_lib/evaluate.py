@@ -22,6 +22,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="score only the first N pairs")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda", "mps"], default="auto")
     args = parser.parse_args(argv)
+    from transformer_lib.runtime import share_cores_in_command
+
+    share_cores_in_command()  # torch on the cores other processes leave free ($BOOK_SHARE_CORES=0: not)
     if args.beam < 1 or (args.limit is not None and args.limit < 1):
         parser.error("--beam and --limit must be positive")
     from transformer_lib.train import _device

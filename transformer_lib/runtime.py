@@ -20,7 +20,7 @@ import torch
 
 __all__ = ["BUDGETS", "BUDGET_ENV", "default_device", "torch_threads", "run_budget", "seed_everything", "world_size", "all_reduce_sum",
            "machine", "report", "share_cores", "free_threads", "busy_seconds",
-           "process_seconds", "own_cpus", "other_cores"]
+           "process_seconds", "own_cpus", "other_cores", "SHARE_ENV", "share_cores_in_command"]
 
 BUDGETS = ("smoke", "cpu", "full")
 BUDGET_ENV = "BOOK_BUDGET"
@@ -44,7 +44,16 @@ def _manifest_default_budget(start: Path) -> str | None:
         if manifest.is_file():
             import yaml
 
-            data = yaml.safe_load(manifest.read_text(encoding="utf-8")) or {}
+            try:
+                data = yaml.safe_load(manifest.read_text(encoding="utf-8")) or {}
+            except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+                where = getattr(err, "problem_mark", None)
+                at = f" at line {where.line + 1}" if where is not None else ""
+                raise ValueError(f"{manifest} cannot be read for its default_budget{at} ({type(err).__name__}); "
+                                 f"fix it, or set ${BUDGET_ENV}") from None
+            if not isinstance(data, dict):
+                raise ValueError(f"{manifest} is a {type(data).__name__}, not a mapping with a default_budget; fix "
+                                 f"it, or set ${BUDGET_ENV}")
             return data.get("default_budget")
     return None
 
@@ -197,11 +206,13 @@ class _CoreShare:
         while not self._stop.wait(self.every):
             self.observe()
 
-    def start(self) -> "_CoreShare":
+    def start(self, forward: bool = False) -> "_CoreShare":
         from torch.optim.optimizer import register_optimizer_step_pre_hook
 
         threading.Thread(target=self._watch, name="share_cores", daemon=True).start()
         self._handles.append(register_optimizer_step_pre_hook(self.apply))
+        if forward:  # before each module's forward pass: commands that only translate step no optimizer
+            self._handles.append(torch.nn.modules.module.register_module_forward_pre_hook(self.apply))
         try:
             from IPython import get_ipython
         except ImportError:  # pragma: no cover - IPython ships with the book's requirements
@@ -231,14 +242,15 @@ class _Unregister:
 _SHARING: _CoreShare | None = None
 
 
-def share_cores(on: bool = True, every: float = 1.0) -> bool:
+def share_cores(on: bool = True, every: float = 1.0, forward: bool = False) -> bool:
     """Let torch use only the cores other processes leave free, from now on in this process.
 
     On a CPU that other programs keep busy, torch's threads wait for each other while the process they wait for is
     off its core, and a chapter can take ten times as long; one thread then runs far faster. A background thread
     measures how busy other processes keep this process's cores (Linux), and each optimizer step and each Jupyter
-    cell sets torch's thread count to the cores left free, between 1 and the count torch chose. `book run` calls
-    this in every chapter's kernel. It does nothing (returns False) where the machine cannot be measured, when
+    cell (with `forward`, also each module's forward pass) sets torch's thread count to the cores left free, between
+    1 and the count torch chose. `book run` calls this in every chapter's kernel, the commands in their main()
+    (share_cores_in_command). It does nothing (returns False) where the machine cannot be measured, when
     $OMP_NUM_THREADS fixes the count, or with `on=False`, which stops an earlier call and restores the count.
     Returns whether cores are being shared.
     """
@@ -253,8 +265,24 @@ def share_cores(on: bool = True, every: float = 1.0) -> bool:
         return False
     if not on or os.environ.get("OMP_NUM_THREADS") or busy_seconds([0]) is None:
         return False
-    _SHARING = _CoreShare(torch.get_num_threads(), every).start()
+    _SHARING = _CoreShare(torch.get_num_threads(), every).start(forward)
     return True
+
+
+SHARE_ENV = "BOOK_SHARE_CORES"  # 0 (or off, no, false): the commands leave torch's thread count alone
+
+
+def share_cores_in_command() -> bool:
+    """What each command's main() (train, translate, evaluate, serve) calls first: share_cores(), unless
+    $BOOK_SHARE_CORES is 0/off/no/false. $OMP_NUM_THREADS, a count the user fixed, wins (share_cores does nothing).
+    Exits with one line when $BOOK_SHARE_CORES is something else. Returns whether cores are being shared."""
+    if os.environ.get("WORLD_SIZE", "1").strip() not in ("", "1"):
+        return False  # torchrun's processes divide the cores among themselves (train multi30k)
+    value = os.environ.get(SHARE_ENV, "").strip().lower()
+    if value not in ("", "1", "on", "yes", "true", "0", "off", "no", "false"):
+        raise SystemExit(f"error: ${SHARE_ENV}={os.environ[SHARE_ENV]!r}: use 1 to share the cores with other "
+                         "processes (the default) or 0 to leave torch's thread count alone")
+    return share_cores(value not in ("0", "off", "no", "false"), forward=True)
 
 
 def machine() -> str:

@@ -14,11 +14,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 
+from transformer_lib.book import BookError
+
 __all__ = ["TAG", "OFFLINE_FILE", "source_hash", "tagged_cells", "offline_outputs", "offline_problems",
-           "multi30k_available", "record_offline"]
+           "multi30k_available", "record_offline", "OfflineFileError"]
 
 TAG = "corpus-dependent"
 OFFLINE_FILE = "notebooks/offline_outputs.json"
@@ -42,10 +45,41 @@ def tagged_cells(book) -> dict[str, list]:
     return found
 
 
+class OfflineFileError(BookError):
+    """notebooks/offline_outputs.json cannot be read. Inside a pytest run it is also pytest's UsageError (see
+    _unreadable), so that the test command's collection (conftest.py) ends with its one line, not a traceback."""
+
+
+def _unreadable(why: str) -> BookError:
+    message = (f"{OFFLINE_FILE}: {why}; run `python -m transformer_lib.book offline` to record it again, or "
+               f"`git checkout {OFFLINE_FILE}` to restore the committed one")
+    pytest = sys.modules.get("pytest")
+    if pytest is not None and hasattr(pytest, "UsageError"):
+        return type("OfflineFileError", (OfflineFileError, pytest.UsageError), {})(message)
+    return OfflineFileError(message)
+
+
 def offline_outputs(root) -> dict:
-    """The recorded offline outputs: {chapter file: {cell id: {"source": hash, "outputs": [...]}}} ({} if none)."""
+    """The recorded offline outputs: {chapter file: {cell id: {"source": hash, "outputs": [...]}}} ({} if none).
+    A file that is not that (not UTF-8 JSON, another shape) is a BookError naming it and what to run."""
     path = Path(root) / OFFLINE_FILE
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
+        line = f" (line {err.lineno})" if isinstance(err, json.JSONDecodeError) else ""
+        raise _unreadable(f"cannot be read as JSON{line}: {type(err).__name__}") from None
+    if not isinstance(data, dict):
+        raise _unreadable(f"holds a {type(data).__name__}, not an object keyed by chapter file")
+    for file, kept in data.items():
+        if not isinstance(kept, dict):
+            raise _unreadable(f"{file!r} holds a {type(kept).__name__}, not an object keyed by cell id")
+        for cell_id, entry in kept.items():
+            if not (isinstance(entry, dict) and isinstance(entry.get("source"), str)
+                    and isinstance(entry.get("outputs"), list) and all(isinstance(o, dict) for o in entry["outputs"])):
+                raise _unreadable(f"{file!r} cell {cell_id!r} is not {{\"source\": hash, \"outputs\": [output, ...]}}")
+    return data
 
 
 def offline_problems(book) -> list[str]:
@@ -94,7 +128,13 @@ def record_offline(book, files: list[str] | None = None, timeout: int = 600, log
     from transformer_lib.runtime import BUDGET_ENV
 
     tagged = tagged_cells(book)
-    recorded = {file: kept for file, kept in offline_outputs(book.root).items() if file in tagged}
+    try:
+        recorded = {file: kept for file, kept in offline_outputs(book.root).items() if file in tagged}
+    except OfflineFileError as err:
+        if files:  # the other chapters' outputs are lost with the file: record them all
+            raise OfflineFileError(f"{err} (naming no chapter: the other chapters' outputs are lost with the file)") \
+                from None
+        recorded = {}  # every chapter is recorded afresh
     saved = {key: os.environ.get(key) for key in (OFFLINE_ENV, BUDGET_ENV)}
     os.environ.update({OFFLINE_ENV: "1", BUDGET_ENV: "smoke"})  # the kernel inherits both
     try:

@@ -96,20 +96,128 @@ def load_references(root: Path) -> dict[str, Reference]:
     return refs
 
 
-_LINK = re.compile(r"\[([^\]\n]+)\]\((https?://[^)\s]+)\)")
+_FENCE = re.compile(r"^ {0,3}(```|~~~).*?(^ {0,3}\1[^\n]*$|\Z)", re.S | re.M)
+_CODE_SPAN = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)", re.S)
 
 
-def cited(text: str, refs: dict[str, Reference]) -> list[str]:
-    """Keys of the entries `text` cites, in the order of their first citation. A link to an entry's url under
-    other words is an error: a reader would not know it for a citation."""
-    by_url = {r.url: r for r in refs.values()}
-    keys = []
-    for words, url in _LINK.findall(text):
-        ref = by_url.get(url)
-        if ref is None:
+def _without_code(text: str) -> str:
+    """`text` with fenced code blocks and code spans blanked (same length, newlines kept): code cites nothing."""
+    blank = lambda m: re.sub(r"[^\n]", " ", m.group(0))  # noqa: E731
+    return _CODE_SPAN.sub(blank, _FENCE.sub(blank, text))
+
+
+def _brackets(text: str) -> dict[int, int]:
+    """{index of a `[`: index of the `]` closing it} (nested brackets allowed, not across a blank line), in one pass:
+    a hostile cell of many unclosed brackets costs no more than its length."""
+    closing, open_, i = {}, [], 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\":
+            i += 2
             continue
-        if words != ref.cite:
-            raise BookError(f"[{words}]({url}) cites {ref.key} under other words: write [{ref.cite}]({url})")
+        if c == "[":
+            open_.append(i)
+        elif c == "]" and open_:
+            closing[open_.pop()] = i
+        elif c == "\n" and text[i + 1:i + 1 + 80].lstrip(" \t").startswith("\n"):
+            open_.clear()  # a paragraph ends: what it left open stays open
+        i += 1
+    return closing
+
+
+_LONGEST_URL = 2000  # longer is no citation, and a target is never read further (a hostile cell stays linear)
+
+
+def _target(text: str, start: int) -> tuple[str, int] | None:
+    """The link destination in `text` from `start` (just after `](`), as CommonMark reads it: <url> or a url with
+    balanced parentheses, then an optional "title", 'title' or (title), then `)`. (url, index after `)`) or None."""
+    i = start
+    while i < len(text) and text[i] in " \t\n":
+        i += 1
+    if text.startswith("<", i):
+        end = text.find(">", i, i + _LONGEST_URL)
+        if end < 0 or "\n" in text[i:end]:
+            return None
+        url, i = text[i + 1:end], end + 1
+    else:
+        depth, j, stop = 0, i, min(len(text), i + _LONGEST_URL)
+        while j < stop and not text[j].isspace():
+            if text[j] == "(":
+                depth += 1
+                if depth > 3:  # no url nests deeper; a hostile cell's `[a](` after `[a](` stops here
+                    return None
+            elif text[j] == ")":
+                if depth == 0:
+                    break
+                depth -= 1
+            j += 1
+        if depth or j == stop < len(text):
+            return None
+        url, i = text[i:j], j
+    k = i
+    while k < len(text) and text[k] in " \t\n":
+        k += 1
+    if k > i and k < len(text) and text[k] in "\"'(":
+        close = ")" if text[k] == "(" else text[k]
+        end = text.find(close, k + 1, k + 1 + _LONGEST_URL)
+        if end < 0:
+            return None
+        k = end + 1
+        while k < len(text) and text[k] in " \t\n":
+            k += 1
+    return (url, k + 1) if text.startswith(")", k) and url else None
+
+
+def _links(text: str):
+    """Each Markdown link of `text` outside code: (its words with whitespace collapsed, its url or None where the
+    target after `](` cannot be read, or False where no `(` follows the brackets, the line it starts on, and the text
+    after `](`)."""
+    text = _without_code(text)
+    closing, i, line, counted = _brackets(text), 0, 1, 0
+    while True:
+        i = text.find("[", i)
+        if i < 0:
+            return
+        close = closing.get(i)
+        if close is None or (i and text[i - 1] == "\\"):
+            i += 1
+            continue
+        line, counted = line + text.count("\n", counted, i), i
+        words = " ".join(text[i + 1:close].split())
+        if text.startswith("(", close + 1):
+            found = _target(text, close + 2)
+            yield words, (found[0] if found else None), line, text[close + 2:close + 400].lstrip(" \t\n<")
+            i = found[1] if found else close + 1
+        else:
+            yield words, False, line, ""
+            i = close + 1
+
+
+def cited(text: str, refs: dict[str, Reference], where: str = "") -> list[str]:
+    """Keys of the entries `text` cites, in the order of their first citation. Citations may wrap over lines, carry
+    a title or hold parentheses in their url (a DOI). What looks like a citation but cannot be read as one is a
+    BookError naming `where` (e.g. "notebooks/01_embeddings.ipynb cell 12") and the line: a link to an entry's url
+    under other words, an entry's `cite` linking elsewhere or to nothing, a link to an entry whose target cannot
+    be read."""
+    by_url = {r.url: r for r in refs.values()}
+    by_cite = {" ".join(r.cite.split()): r for r in refs.values()}
+    keys = []
+    for words, url, line, after in _links(text):
+        at = f"{where} line {line}: " if where else ""
+        ref = by_url.get(url) if url else None
+        if ref is None:
+            named = by_cite.get(words)
+            if named is not None:
+                how = ("is not followed by (its url)" if url is False else
+                       "links to a target that cannot be read" if url is None else f"links to {url}")
+                raise BookError(f"{at}[{words}] {how}: write {named.link}")
+            broken = next((r for u, r in by_url.items() if after.startswith(u)), None) if url is None else None
+            if broken is not None:
+                raise BookError(f"{at}[{words}](...) cannot be read as a link (an unclosed parenthesis or quote?); "
+                                f"cite {broken.key} as {broken.link}")
+            continue
+        if words != " ".join(ref.cite.split()):
+            raise BookError(f"{at}[{words}]({url}) cites {ref.key} under other words: write [{ref.cite}]({url})")
         if ref.key not in keys:
             keys.append(ref.key)
     return keys
@@ -130,8 +238,13 @@ def references_markdown(keys: list[str], refs: dict[str, Reference]) -> str:
     return "\n".join([REFERENCES_HEADING, "", *(f"- {r.markdown()}" for r in entries)])
 
 
-def _chapter_text(nb) -> str:
-    return "\n\n".join(c.source for c in nb.cells if c.cell_type == "markdown" and not _is_references_cell(c))
+def _chapter_keys(file: str, nb, refs: dict[str, Reference]) -> list[str]:
+    """The entries a chapter's prose cites, in order; a BookError naming the file and cell for one it cannot read."""
+    keys = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown" and not _is_references_cell(cell):
+            keys += [k for k in cited(cell.source, refs, f"{file} cell {index}") if k not in keys]
+    return keys
 
 
 def stale_references(book: Book) -> list[str]:
@@ -140,7 +253,7 @@ def stale_references(book: Book) -> list[str]:
     problems = []
     for chapter in book.chapters:
         nb = nbformat.read(book.root / chapter.file, as_version=4)
-        keys = cited(_chapter_text(nb), refs)
+        keys = _chapter_keys(chapter.file, nb, refs)
         cells = [c for c in nb.cells if _is_references_cell(c)]
         if not keys and not cells:
             continue
@@ -163,7 +276,7 @@ def write_references(book: Book) -> list[str]:
     for chapter in book.chapters:
         path = book.root / chapter.file
         nb = nbformat.read(path, as_version=4)
-        keys = cited(_chapter_text(nb), refs)
+        keys = _chapter_keys(chapter.file, nb, refs)
         old = [c.source for c in nb.cells]
         cells = [c for c in nb.cells if _is_references_cell(c)]
         nb.cells = [c for c in nb.cells if not _is_references_cell(c)]
@@ -204,7 +317,7 @@ def bibliography_markdown(book: Book, refs: dict[str, Reference]) -> str:
     where = {key: [] for key in refs}
     for number, chapter in enumerate(book.chapters, 1):
         nb = nbformat.read(book.root / chapter.file, as_version=4)
-        for key in cited(_chapter_text(nb), refs):
+        for key in _chapter_keys(chapter.file, nb, refs):
             where[key].append(f"[{number}](../{chapter.file})")
     lines = ["# References", "",
              f"Every paper, data set and tool the book relies on ({REFERENCES_FILE}, rendered by "

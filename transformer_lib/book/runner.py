@@ -5,8 +5,10 @@
 """
 from __future__ import annotations
 
+import asyncio
 import os
 import re
+import signal
 import sys
 import tempfile
 import time
@@ -133,6 +135,41 @@ class _Kernel:
         return None if self.start is None or self.end is None else other_cores(self.start, self.end)
 
 
+def _client_class():
+    """nbclient's NotebookClient, made to stop once however many signals arrive. Its own handler for SIGINT and
+    SIGTERM starts a clean-up of the kernel at each signal, and the failed cell's clean-up starts another: run
+    together they fail, and at exit Python prints "Task exception was never retrieved" with their tracebacks."""
+    from nbclient import NotebookClient
+    from nbclient.exceptions import DeadKernelError
+
+    class Client(NotebookClient):
+        _stopping = None
+
+        async def _async_cleanup_kernel(self) -> None:
+            if self._stopping is None:  # the first clean-up does the work; the others wait for it
+                self._stopping = asyncio.ensure_future(super()._async_cleanup_kernel())
+            await asyncio.wait([self._stopping])
+            if getattr(self, "_async_cleanup_kernel_future", None) is None:  # no signal: a failure is news
+                self._stopping.result()
+            elif not self._stopping.cancelled():
+                self._stopping.exception()  # stopped by a signal: the kernel is gone either way, say nothing more
+
+        async def _async_check_alive(self) -> None:
+            if self.kc is None:  # shut down by a signal while a cell ran
+                raise DeadKernelError("the kernel was shut down")
+            await super()._async_check_alive()
+
+    return Client
+
+
+def _interrupt(*_):
+    raise KeyboardInterrupt  # SIGTERM ends the run as Ctrl-C does, with one line
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
 def _clock(seconds: float) -> str:
     minutes, seconds = divmod(int(seconds), 60)
     return f"{minutes}m{seconds:02d}s"
@@ -169,32 +206,72 @@ def _last_words(log, err: BaseException) -> str:
     return f" (the kernel's last words: {lines[-1][:200]})" if lines else ""
 
 
+def _recorded(book: Book, recorded_runs) -> dict:
+    """docs/runs.json as {chapter file: {budget: {"seconds": number, "machine": text, ...}}}, checked: a BookError
+    naming the file and the entry that is not that."""
+    from transformer_lib.claims import RUNS_FILE
+
+    fix = "fix it, or delete it (`book run --record` writes it again)"
+    try:
+        runs = recorded_runs(book)
+    except (TypeError, AttributeError, KeyError) as err:
+        raise BookError(f"{RUNS_FILE}: not {{chapter file: {{budget: record}}}} ({type(err).__name__}); {fix}") from None
+    for file, by_budget in runs.items():
+        if not isinstance(by_budget, dict):
+            raise BookError(f"{RUNS_FILE}: {file} holds a {type(by_budget).__name__}, not {{budget: record}}; {fix}")
+        for budget, run in by_budget.items():
+            seconds = run.get("seconds") if isinstance(run, dict) else None
+            if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds < float("inf") \
+                    or not isinstance(run.get("machine", ""), str):
+                raise BookError(f"{RUNS_FILE}: {file} {budget}: expected {{\"seconds\": number, \"machine\": text}}, "
+                                f"got {str(run)[:80]}; {fix}")
+    return runs
+
+
+def _set_signal(sig, handler):
+    """signal.signal where it can be set (the main thread); returns the previous handler, or None."""
+    try:
+        return signal.signal(sig, handler) if handler is not None else None
+    except ValueError:  # not the main thread: leave signals alone
+        return None
+
+
 def run(book: Book, chapters: list[Chapter], budget: str | None = None, timeout: int = 1800, out=None,
         record: bool = False, every: float = 60.0) -> None:
     """Execute chapters in order with the given budget and write them back with outputs.
 
-    While a cell runs longer than `every` seconds a line says which one and for how long. A failing cell, a
-    time-out, a dead kernel or Ctrl-C ends the run with a BookError naming the chapter and the cell; the chapter's
-    file is left as it was. With `record`, each chapter's time goes into docs/runs.json (claims.record_run), with
-    the cores other processes kept busy meanwhile. Each kernel first calls runtime.share_cores, so that torch uses
+    Under the cpu and full budgets, a chapter with a recorded run under its budget (docs/runs.json keeps a time per
+    chapter, none per cell) says at its start how long that took. While a cell runs longer than `every` seconds a
+    line says which one and for how long. A failing cell, a time-out, a dead kernel, Ctrl-C or SIGTERM (however often
+    sent) ends the run with a BookError naming the chapter and the cell; the chapter's file is left as it was. With
+    `record`, each chapter's time goes into docs/runs.json (claims.record_run), with the cores other processes kept
+    busy meanwhile. Each kernel first calls runtime.share_cores, so that torch uses
     only the cores other processes leave free.
     """
     out = out or sys.stdout
-    from nbclient import NotebookClient
     from nbclient.exceptions import CellControlSignal, DeadKernelError
+
+    NotebookClient = _client_class()
 
     from transformer_lib.claims import recorded_runs
     from transformer_lib.runtime import machine
 
     budget = run_budget(budget)
-    recorded = recorded_runs(book)  # docs/runs.json: how long each chapter took when last recorded
+    recorded = _recorded(book, recorded_runs)  # docs/runs.json: how long each chapter took when last recorded
     previous = os.environ.get(BUDGET_ENV)
     os.environ[BUDGET_ENV] = budget  # the kernels inherit it
+    on_term = _set_signal(signal.SIGTERM, _interrupt)
+    chapter = None
     try:
         for number, chapter in enumerate(chapters, 1):
+            _set_signal(signal.SIGTERM, _interrupt)  # nbclient's handler, removed after a chapter, leaves the default
             path = book.root / chapter.file
             label = f"[{number}/{len(chapters)}] {chapter.title} ({chapter.file}), budget {budget}"
             print(f"{label} ...", file=out, flush=True)
+            last = recorded.get(chapter.file, {}).get(budget)
+            if budget != "smoke" and last is not None:  # a long run says at its start how long it took when recorded
+                print(f"[{number}/{len(chapters)}] {chapter.title}: recorded {_duration(last['seconds'])} under "
+                      f"{budget} on {last.get('machine', 'an unnamed machine')}", file=out, flush=True)
             nb = nbformat.read(path, as_version=4)
             start = time.perf_counter()
             run = recorded.get(chapter.file, {}).get(budget) or {}  # this chapter's last run under this budget
@@ -232,7 +309,11 @@ def run(book: Book, chapters: list[Chapter], budget: str | None = None, timeout:
                 record_run(book, chapter, budget, seconds, machine(), others=others)
             beside = f" (other processes kept {others:.1f} cores busy)" if others is not None and others >= 0.1 else ""
             print(f"{label}: done in {seconds:.1f}s{beside}", file=out, flush=True)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM outside a cell: between chapters, while one is read or written
+        where = f"{chapter.file} under budget {budget}" if chapter is not None else f"budget {budget}"
+        raise BookError(f"interrupted ({where}); the chapter being written, if any, was left as it was") from None
     finally:
+        _set_signal(signal.SIGTERM, on_term)
         if previous is None:
             os.environ.pop(BUDGET_ENV, None)
         else:
