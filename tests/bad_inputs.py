@@ -1375,6 +1375,84 @@ def _(tmp):
     load_book(tmp)
 
 
+def subword_vocab() -> X.Vocab:
+    return X.Vocab([*X.Vocab.SPECIALS, "▁ein", "▁hund", "▁a", "▁dog", ".", "▁rennt", "▁runs"])
+
+
+def carrying_model() -> M.EncoderDecoder:
+    model = tiny_model(pad_idx=1)
+    model.vocabs = tiny_vocab(), tiny_vocab()
+    return model
+
+
+@case("evaluate_bleu(model, pairs, src_tok, src_vocab, tgt_vocab)", "a subword model scored with tgt_tok left at whole words",
+      ValueError, "tgt_tok=None", "subword", "SubwordTokenizer")
+def _(tmp): X.evaluate_bleu(tiny_model(pad_idx=1), [("ein hund", "a dog")], D.Tokenizer("de"), subword_vocab(),
+                            subword_vocab(), 1)
+
+
+@case("translate_tokens(model, sentences, src_tok, src_vocab, tgt_vocab)", "a whole-word Tokenizer over subwords",
+      ValueError, "src_tok", "subword", "SubwordTokenizer")
+def _(tmp): G.translate_tokens(tiny_model(pad_idx=1), ["ein hund"], D.Tokenizer("de"), subword_vocab(), subword_vocab(), 1)
+
+
+@case("translate(model, sentence, src_vocab=...)", "another model's vocabulary of the same size", ValueError,
+      "src_vocab", "carries", "model.vocabs")
+def _(tmp): X.translate(carrying_model(), "ein hund", 1, src_vocab=X.Vocab([*X.Vocab.SPECIALS, *"abcdefg"]))
+
+
+@case("save_checkpoint(path, model, src_vocab, tgt_vocab, tokenizers=...)", "whole-word tokenizers for subwords",
+      ValueError, "tokenizers[0]", "subword")
+def _(tmp): X.save_checkpoint(tmp / "m.safetensors", tiny_model(pad_idx=1), subword_vocab(), subword_vocab())
+
+
+@case("attention_maps(model, src_ids, tgt_ids)", "tensors instead of lists of ids", TypeError, "src_ids", "tolist()")
+def _(tmp): G.attention_maps(tiny_model(pad_idx=1), torch.tensor([4, 5]), torch.tensor([2, 6]))
+
+
+@case("attention_maps(model, src_ids, tgt_ids)", "a model switched to chapter 9's fast path", ValueError,
+      "fast path", "use_fast_path(model, False)")
+def _(tmp): G.attention_maps(F.use_fast_path(tiny_model(pad_idx=1)), [4, 5], [2, 6])
+
+
+@case("subword_tokenizers(pairs, n_merges)", "an empty training corpus", ValueError, "pairs", "no words")
+def _(tmp): D.subword_tokenizers([], 10)
+
+
+@case("Vocab.from_json(text)", "tokens that are not strings", ValueError, "is not a Vocab", "strings")
+def _(tmp): D.Vocab.from_json('{"tokens": ["<unk>", "<pad>", "<s>", "</s>", 5]}')
+
+
+@case("locked_folder(path)", "a second training on a run folder from the same process", ValueError,
+      "run", "already being written by a training in this process")
+def _(tmp):
+    from transformer_lib.files import locked_folder
+
+    with locked_folder(tmp / "run"), locked_folder(tmp / "run"):
+        pass
+
+
+@case("locked_folder(path)", "a .lock that is a symbolic link", ValueError, ".lock", "is not a lock file")
+def _(tmp):
+    from transformer_lib.files import locked_folder
+
+    (tmp / "run").mkdir()
+    (tmp / "notes.txt").write_text("not a lock")
+    (tmp / "run" / ".lock").symlink_to(tmp / "notes.txt")
+    with locked_folder(tmp / "run"):
+        pass
+
+
+@case("to_ctranslate2(model, src_vocab, tgt_vocab, out_dir)", "a user's file beside an earlier export", ValueError,
+      "notes.txt", "not written there by export")
+def _(tmp):
+    from transformer_lib.serve import to_ctranslate2
+
+    folder = to_ctranslate2(tiny_model(pad_idx=1), tiny_vocab(), tiny_vocab(), tmp / "ct2")
+    (folder / "notes.txt").write_text("keep me")
+    to_ctranslate2(tiny_model(pad_idx=1), tiny_vocab(), tiny_vocab(), folder)
+
+
 # --------------------------------------------------------------------------- sampling, caches, RoPE, BPE-dropout
 def gpt20():
     from transformer_lib.gpt import GPT, GPTConfig

@@ -164,3 +164,24 @@ def test_detokenize_glues_punctuation_hyphens_and_clitics():
     assert detokenize(["a", "dog", "'s", "t", "-", "shirt", "(", "red", ")", "is", "n't", "wet", ",", "ok", "."]) == \
         "A dog's t-shirt (red) isn't wet, ok."
     assert detokenize(["<s>", "two", "men", "</s>"]) == "Two men"
+
+
+def test_vocab_files_with_tokens_that_are_not_strings_are_refused_naming_the_file(tmp_path):
+    for tokens in ('["<unk>", "<pad>", "<s>", "</s>", 5]', '["<unk>", "<pad>", "<s>", "</s>", null]'):
+        with pytest.raises(ValueError, match="^text is not a Vocab written by Vocab.to_json .*list of strings"):
+            Vocab.from_json(f'{{"tokens": {tokens}}}')
+        (tmp_path / "vocab.json").write_text(f'{{"tokens": {tokens}}}')
+        with pytest.raises(ValueError, match=f"^{tmp_path / 'vocab.json'} is not a Vocab"):
+            Vocab.load(tmp_path / "vocab.json")
+    with pytest.raises(TypeError, match="^tokens must be a list of strings"):
+        Vocab([*Vocab.SPECIALS, 5])
+
+
+def test_subword_tokenizers_refuse_a_corpus_with_no_words_to_learn_from():
+    from transformer_lib.data import subword_tokenizers
+
+    for pairs in ([], [("", "")], iter([])):
+        with pytest.raises(ValueError, match="^pairs hold no words to learn merges from"):
+            subword_tokenizers(pairs, 10)
+    with pytest.raises(TypeError, match=r"^pairs must be \(German, English\) sentence pairs"):
+        subword_tokenizers(["Ein Hund.", "A dog."], 10)

@@ -189,3 +189,22 @@ def test_interactive_chart_has_the_right_axes_and_tooltips(maps):
     assert [p["value"] for p in chosen["params"] if p["name"] == "layer"] == [layers]  # what a static copy shows
     with pytest.raises(ValueError, match=f"layer={layers + 1}, but the maps have {layers} layers"):
         attention_chart(attention_frame(m, src_tokens, tgt_tokens), "cross", layer=layers + 1)
+
+
+def test_attention_maps_refuse_tensors_and_text_and_a_model_on_the_fast_path(translator):
+    import copy
+
+    from transformer_lib.fast import use_fast_path
+
+    model, src_tok, src_vocab, tgt_vocab = translator
+    src, tgt = src_vocab.encode(src_tok("Ein Hund.")), tgt_vocab.encode(["<s>", "a", "dog"])
+    with pytest.raises(TypeError, match=r"^src_ids must be a list of token ids, got a tensor; pass src_ids.tolist\(\)"):
+        attention_maps(model, torch.tensor(src), tgt)
+    with pytest.raises(TypeError, match="^tgt_ids must be a list of token ids .*got str"):
+        attention_maps(model, src, "a dog")
+    fast = use_fast_path(copy.deepcopy(model))
+    readable = attention_maps(model, src, tgt)
+    with pytest.raises(ValueError, match=r"fast path.*use_fast_path\(model, False\)"):
+        attention_maps(fast, src, tgt)  # not the weights an earlier readable pass left behind
+    again = attention_maps(use_fast_path(fast, False), src, tgt)
+    assert all(torch.equal(again[k], readable[k]) for k in readable)

@@ -297,6 +297,33 @@ def test_the_command_translates_each_line_as_it_arrives(checkpoint):
     assert first.strip() and len(rest.splitlines()) == 1
 
 
+def test_a_codec_that_is_not_for_text_stops_the_command_in_one_line_with_status_2(checkpoint):
+    """--encoding hex (or rot13) is a codec Python knows, but not one of text: the reading thread died of it, nothing
+    was translated and the command said 0."""
+    command = [sys.executable, "-m", "transformer_lib.translate", "--checkpoint", str(checkpoint), "--encoding", "hex"]
+    done = subprocess.run(command, input=b"ein hund .\n", capture_output=True, timeout=300)
+    err = done.stderr.decode()
+    assert done.returncode == 2 and "Traceback" not in err and done.stdout == b""
+    assert err.splitlines()[-1].endswith("error: --encoding 'hex' is not a text encoding; use a text encoding such as "
+                                         "utf-8, latin-1, cp1252 or utf-16")
+
+
+def test_a_lock_file_that_is_a_link_or_a_folder_is_named_and_nothing_it_points_to_is_written(tmp_path):
+    import socket
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    victim = tmp_path / "victim.txt"
+    victim.write_text(f"{gone.pid} {socket.gethostname()}\n")  # a stale lock, if the link were followed
+    for make in (lambda lock: lock.symlink_to(victim), lambda lock: lock.mkdir()):
+        folder = tmp_path / f"run{len(list(tmp_path.iterdir()))}"
+        folder.mkdir()
+        make(folder / ".lock")
+        with pytest.raises(ValueError, match=r"\.lock is not a lock file this book wrote .*delete it"):
+            train_translation(TINY, folder, data=offline_data(), progress=False, log=quiet)
+        assert victim.read_text().startswith(f"{gone.pid} ") and sorted(p.name for p in folder.iterdir()) == [".lock"]
+
+
 # ------------------------------------------------------------------------------------------- training runs
 def folder_state(folder: Path) -> dict:
     return {p.name: (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns) for p in folder.iterdir()}

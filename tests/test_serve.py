@@ -142,13 +142,11 @@ def test_exporting_again_replaces_the_whole_folder(tmp_path):
     src, tgt = vocabularies()
     shared = Vocab.build([Tokenizer("de")(d) + Tokenizer("en")(e) for d, e in PAIRS], min_freq=1)
     folder = serve.to_ctranslate2(model_of(shared, shared, share_embeddings=True), shared, shared, tmp_path / "ct2")
-    (folder / "stray.txt").write_text("left by hand")
     before = sorted(p.name for p in folder.iterdir())
     model = model_of(src, tgt, norm_first=True)
     model.vocabs, model.lower = (src, tgt), True
     serve.to_ctranslate2(model, src, tgt, folder)
     after = sorted(p.name for p in folder.iterdir())
-    assert "stray.txt" in before and "stray.txt" not in after
     assert "shared_vocabulary.json" in before and "shared_vocabulary.json" not in after
     assert not list(tmp_path.glob(".ct2*")), "no temporary folder is left behind"
     sentences = [d for d, _ in PAIRS[:6]]
@@ -195,3 +193,54 @@ def test_a_damaged_folder_and_a_too_long_sentence_are_named(tmp_path):
     (folder / "transformer_lib.json").write_text("[" * 100_000)
     with pytest.raises(ValueError, match="is not a model folder CTranslate2 can read"):
         serve.CTranslate2Model(folder)
+
+
+def test_exporting_again_never_deletes_a_file_export_did_not_write(tmp_path):
+    """A user's file beside an export's own files is refused, not deleted with the old export."""
+    src, tgt = vocabularies()
+    model = model_of(src, tgt)
+    folder = serve.to_ctranslate2(model, src, tgt, tmp_path / "ct2")
+    assert set(json.loads((folder / "transformer_lib.json").read_text())["files"]) >= {"model.bin", "config.json"}
+    (folder / "notes.txt").write_text("keep me")
+    with pytest.raises(ValueError, match="holds notes.txt, not written there by export.*nothing was changed"):
+        serve.to_ctranslate2(model, src, tgt, folder)
+    assert (folder / "notes.txt").read_text() == "keep me" and (folder / "model.bin").is_file()
+    checkpoint = save_checkpoint(tmp_path / "model.safetensors", model, src, tgt)
+    with pytest.raises(SystemExit, match="^error: cannot write .*holds notes.txt"):
+        serve.main(["export", str(folder), "--checkpoint", str(checkpoint)])
+    assert (folder / "notes.txt").read_text() == "keep me"
+
+
+def test_an_export_removes_the_temporary_folders_a_killed_export_left(tmp_path):
+    """A killed export leaves .ct2.PID.XXXXXXXX.tmp (or .old) beside its folder; the next export removes those whose
+    process is gone, and nothing else."""
+    import subprocess
+    import sys
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    left = [tmp_path / f".ct2.{gone.pid}.abcd1234.tmp", tmp_path / f".ct2.{gone.pid}.wxyz5678.old"]
+    for folder in left:
+        folder.mkdir()
+        (folder / "model.bin").write_bytes(b"half")
+    kept = [tmp_path / f".ct2.{gone.pid}.user.tmp", tmp_path / f".ct2.{gone.pid}.abcd1234.txt"]
+    kept[0].mkdir()
+    kept[1].write_text("a user's")
+    src, tgt = vocabularies()
+    serve.to_ctranslate2(model_of(src, tgt), src, tgt, tmp_path / "ct2")
+    assert not any(folder.exists() for folder in left) and all(path.exists() for path in kept)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["ct2", *(p.name for p in kept)])
+
+
+def test_export_refuses_another_models_vocabularies_and_a_subword_model_without_tokenizers(tmp_path):
+    src, tgt = vocabularies()
+    model = model_of(src, tgt)
+    model.vocabs = (src, tgt)
+    other = Vocab([*Vocab.SPECIALS, *reversed(src.itos[4:])])  # the same size, other words
+    with pytest.raises(ValueError, match="src_vocab is not the vocabulary the model carries"):
+        serve.to_ctranslate2(model, other, tgt, tmp_path / "ct2")
+    subwords = Vocab([*Vocab.SPECIALS, *(f"\u2581w{i}" for i in range(len(src) - 4))])
+    bare = model_of(subwords, tgt)
+    with pytest.raises(ValueError, match="src_vocab holds subword symbols, but model carries no tokenizers"):
+        serve.to_ctranslate2(bare, subwords, tgt, tmp_path / "ct2")
+    assert not (tmp_path / "ct2").exists()

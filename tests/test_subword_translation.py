@@ -345,3 +345,82 @@ def test_a_seed_comparison_merges_into_the_recorded_one_only_when_measured_alike
         assert bench.merged_seeds(recorded, {**again, field: value}) == {**again, field: value}  # means don't mix
     assert bench.merged_seeds(None, again) is again
     sys.modules.pop("recipes", None)
+
+
+# ---- a subword model's tokenizers and vocabularies, and what goes wrong when others are passed
+
+
+def shipped():
+    from transformer_lib.checkpoint import pretrained_path
+
+    return load_checkpoint(pretrained_path())
+
+
+PAIRS = [("Ein Hund rennt durch den Schnee.", "A dog runs through the snow."),
+         ("Zwei Männer spielen Fußball.", "Two men play soccer.")]
+
+
+def test_evaluate_bleu_scores_a_subword_model_with_its_own_tokenizers_or_refuses_whole_words():
+    model, src_vocab, tgt_vocab, _ = shipped()
+    src_tok, tgt_tok = model.tokenizers
+    left = evaluate_bleu(model, PAIRS, src_tok, src_vocab, tgt_vocab, 1)  # tgt_tok left at its default
+    given = evaluate_bleu(model, PAIRS, src_tok, src_vocab, tgt_vocab, 1, tgt_tok=tgt_tok)
+    assert left == given and given.sacrebleu > 30
+    with pytest.raises(ValueError, match="^tgt_tok cuts whole words, but the vocabulary holds subword symbols"):
+        evaluate_bleu(model, PAIRS, src_tok, src_vocab, tgt_vocab, 1, tgt_tok=Tokenizer("en"))
+    del model.tokenizers  # a model that carries none: the whole-word default is refused, not scored
+    with pytest.raises(ValueError, match="^tgt_tok=None cuts whole words"):
+        evaluate_bleu(model, PAIRS, src_tok, src_vocab, tgt_vocab, 1)
+    hyps = [["▁a", "▁dog"], ["▁two", "▁men"]]
+    with pytest.raises(ValueError, match="subword symbols .* tgt_tok"):
+        bleu(hyps, [en for _, en in PAIRS])
+
+
+def test_translate_tokens_refuses_a_tokenizer_that_does_not_cut_the_models_symbols(run):
+    from transformer_lib.data import BPE
+    from transformer_lib.decoding import translate_tokens
+
+    model, src_vocab, tgt_vocab, _ = load_checkpoint(run.path)
+    with pytest.raises(ValueError, match="^src_tok cuts whole words, but the vocabulary holds subword symbols"):
+        translate_tokens(model, ["Ein Hund rennt."], Tokenizer("de"), src_vocab, tgt_vocab, 1)
+    other = SubwordTokenizer("de", BPE(run.data.src_tok.bpe.merges[:50], run.data.src_tok.bpe.alphabet))
+    with pytest.raises(ValueError, match="^src_tok's BPE makes .* symbols that are not the vocabulary's"):
+        translate_tokens(model, ["Ein Hund rennt."], other, src_vocab, tgt_vocab, 1)
+
+
+def test_vocabularies_other_than_the_ones_a_model_carries_are_refused_naming_the_argument(run, tmp_path):
+    from transformer_lib.data import Vocab
+    from transformer_lib.decoding import translate_tokens
+
+    model, src_vocab, tgt_vocab, _ = load_checkpoint(run.path)
+    src_tok, tgt_tok = model.tokenizers
+    other = Vocab([*Vocab.SPECIALS, *reversed(tgt_vocab.itos[4:])])  # another model's: the same size, other ids
+    assert len(other) == len(tgt_vocab)
+    for call in (lambda: translate(model, "Ein Hund.", src_vocab=src_vocab, tgt_vocab=other),
+                 lambda: translate_tokens(model, ["Ein Hund."], src_tok, src_vocab, other, 1),
+                 lambda: evaluate_bleu(model, PAIRS, src_tok, src_vocab, other, 1),
+                 lambda: save_checkpoint(tmp_path / "m.safetensors", model, src_vocab, other)):
+        with pytest.raises(ValueError, match="^tgt_vocab is not the vocabulary the model carries"):
+            call()
+    with pytest.raises(ValueError, match="^src_vocab is not the vocabulary the model carries"):
+        translate(model, "Ein Hund.", src_vocab=other, tgt_vocab=tgt_vocab)
+    assert not (tmp_path / "m.safetensors").exists()
+    same = Vocab(list(tgt_vocab.itos))  # equal, though not the same object: accepted
+    assert translate(model, "Ein Hund.", 1, src_vocab, same) == translate(model, "Ein Hund.", 1)
+
+
+def test_a_loaded_subword_model_saved_again_loads_with_its_merges(tmp_path):
+    model, src_vocab, tgt_vocab, _ = shipped()
+    model.lower = False  # what the model carries goes into the file, not the default
+    path = save_checkpoint(tmp_path / "again.safetensors", model, *model.vocabs)
+    again, *_ = load_checkpoint(path)
+    assert [t.to_dict() for t in again.tokenizers] == [t.to_dict() for t in model.tokenizers] and again.lower is False
+    model.lower = True
+    sentence = "Eine Frau liest ein Buch im Park."
+    assert translate(again, sentence, 1, lower=True) == translate(model, sentence, 1)
+    with pytest.raises(ValueError, match=r"^tokenizers\[0\] cuts whole words"):  # refused before a file is written
+        save_checkpoint(tmp_path / "words.safetensors", model, *model.vocabs,
+                        tokenizers=(Tokenizer("de"), Tokenizer("en")))
+    with pytest.raises(ValueError, match=r"^tokenizers\[0\] is for lang='en'"):
+        save_checkpoint(tmp_path / "words.safetensors", model, *model.vocabs, tokenizers=model.tokenizers[::-1])
+    assert not (tmp_path / "words.safetensors").exists()

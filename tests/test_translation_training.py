@@ -260,7 +260,8 @@ def test_train_and_translate_commands(tmp_path, monkeypatch, capsys, data):
     monkeypatch.setitem(tr.RECIPES, "smoke", replace(TINY, epochs=1))
     assert train_cli.main(["multi30k", "--budget", "smoke", "--out", str(tmp_path / "run"), "--quiet"]) == 0
     out = capsys.readouterr().out
-    assert "test2016 (10 pairs), beam 2: sacreBLEU" in out and f"model: {tmp_path / 'run' / 'model.safetensors'}" in out
+    assert "offline corpus test split, NOT Multi30k test2016 (10 pairs), beam 2: sacreBLEU" in out  # not Multi30k's
+    assert f"model: {tmp_path / 'run' / 'model.safetensors'}" in out
     assert translate_cli.main(["--checkpoint", str(tmp_path / "run" / "model.safetensors"), "--beam", "1",
                                "Ein Hund.", "Zwei Katzen."]) == 0
     assert len(capsys.readouterr().out.strip().splitlines()) == 2
@@ -481,3 +482,153 @@ def test_a_run_folder_lock_names_a_holder_on_another_host_and_a_broken_lock_file
     (tmp_path / ".lock").write_text("")
     with pytest.raises(ValueError, match="holds no process id"):
         train_translation(TINY, tmp_path, data=data, progress=False, log=quiet, device="cpu")
+
+
+def test_a_finished_run_resumed_with_fewer_epochs_is_refused_and_its_record_kept(finished_run, tmp_path, monkeypatch,
+                                                                               data):
+    """Two epochs' model, history and scores must not be written again under a recipe that says one."""
+    folder = tmp_path / "run"
+    shutil.copytree(finished_run.path.parent, folder)
+    before = (folder / "model.safetensors").read_bytes()
+    with pytest.raises(ValueError, match="holds a run of 2 epochs, more than the recipe's epochs=1; ask for epochs=2"):
+        train_translation(replace(TINY, epochs=1), folder, data=data, progress=False, log=quiet, device="cpu")
+    monkeypatch.setattr(tr, "prepare_data", lambda recipe, root=None, download=True: data)
+    monkeypatch.setitem(tr.RECIPES, "smoke", TINY)
+    with pytest.raises(SystemExit, match="^error: .*holds a run of 2 epochs"):
+        train_cli.main(["multi30k", "--budget", "smoke", "--epochs", "1", "--out", str(folder), "--quiet"])
+    assert (folder / "model.safetensors").read_bytes() == before and not (folder / ".lock").exists()
+
+
+def test_the_train_command_without_multi30k_labels_its_test_score_as_the_offline_corpus(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MULTI30K_OFFLINE", "1")
+    monkeypatch.delenv("MULTI30K_DIR", raising=False)
+    monkeypatch.setitem(tr.RECIPES, "smoke", replace(TINY, epochs=1))
+    assert train_cli.main(["multi30k", "--budget", "smoke", "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "OFFLINE CORPUS, NOT Multi30k" in out and "; test2016 (" not in out
+    assert "offline corpus test split, NOT Multi30k test2016 (20 pairs)" in out
+
+
+def test_a_second_training_from_the_same_process_is_refused_and_leaves_the_first_ones_lock(data, tmp_path):
+    from transformer_lib.files import locked_folder
+
+    with locked_folder(tmp_path):
+        lock = (tmp_path / ".lock").read_text()
+        with pytest.raises(ValueError, match="already being written by a training in this process"):
+            train_translation(TINY, tmp_path, data=data, progress=False, log=quiet, device="cpu")
+        assert (tmp_path / ".lock").read_text() == lock  # still the first one's
+        assert sorted(p.name for p in tmp_path.iterdir()) == [".lock"]
+    assert not (tmp_path / ".lock").exists()
+    with locked_folder(tmp_path):  # free again
+        pass
+
+
+def _race_for_the_lock(folder, start, tried, results):
+    """One racer: wait for the others, try the lock, and hold it (if won) until every racer has tried."""
+    from transformer_lib.files import locked_folder
+
+    start.wait()
+    try:
+        with locked_folder(folder):
+            results.put("in")
+            tried.wait()
+    except ValueError:
+        results.put("refused")
+        tried.wait()
+
+
+def test_of_several_processes_taking_over_one_stale_lock_exactly_one_gets_in(tmp_path):
+    import multiprocessing
+    import socket
+    import subprocess
+    import sys
+
+    context = multiprocessing.get_context("fork")
+    racers = 4
+    for round in range(3):
+        folder = tmp_path / f"run{round}"
+        folder.mkdir()
+        gone = subprocess.Popen([sys.executable, "-c", "pass"])
+        gone.wait()
+        (folder / ".lock").write_text(f"{gone.pid} {socket.gethostname()}\n")  # its writer is dead: stale
+        start, tried, results = context.Barrier(racers), context.Barrier(racers), context.Queue()
+        processes = [context.Process(target=_race_for_the_lock, args=(folder, start, tried, results))
+                     for _ in range(racers)]
+        for process in processes:
+            process.start()
+        outcomes = sorted(results.get() for _ in processes)
+        for process in processes:
+            process.join()
+        assert outcomes == ["in"] + ["refused"] * (racers - 1)
+        assert [p.exitcode for p in processes] == [0] * racers and list(folder.iterdir()) == []
+
+
+def test_the_translate_command_refuses_an_encoding_that_is_not_for_text(capsys):
+    for encoding, what in (("hex", "not a text encoding"), ("rot13", "not a text encoding"),
+                           ("no-such-codec", "not an encoding Python knows")):
+        with pytest.raises(SystemExit) as stopped:
+            translate_cli.main(["--encoding", encoding])
+        assert stopped.value.code == 2
+        err = capsys.readouterr().err
+        assert f"error: --encoding {encoding!r} is {what}; use a text encoding such as utf-8" in err
+
+
+def test_the_translate_command_reports_a_failure_while_reading_instead_of_exiting_0(monkeypatch, capsys):
+    import io
+
+    def broken(stream, encoding, max_bytes):
+        yield 1, "Ein Hund.", None
+        raise OSError("the pipe broke")
+
+    model = make_model(8, 8, 1, 16, 32, 2)
+    model.vocabs = Vocab([*Vocab.SPECIALS, *"abcd"]), Vocab([*Vocab.SPECIALS, *"abcd"])
+    with pytest.raises(OSError, match="the pipe broke"):
+        translate_cli.translate_lines(model, broken(None, "utf-8", 10), 1, 4, io.StringIO(), io.StringIO())
+
+
+def _taker(folder, slow, checking, a_tried, b_tried, results):
+    """Take the run folder's lock; `slow`: pause between finding the lock stale and taking it, until the other
+    process has tried. Whoever gets in holds the lock until the other has tried."""
+    from transformer_lib import files
+
+    if slow:
+        alive = files._alive
+
+        def slow_alive(pid):
+            checking.set()
+            a_tried.wait(120)
+            return alive(pid)
+
+        files._alive = slow_alive
+    mine, other = (b_tried, a_tried) if slow else (a_tried, b_tried)
+    try:
+        with files.locked_folder(folder):
+            results.put("in")
+            mine.set()
+            other.wait(120)
+    except ValueError:
+        results.put("refused")
+        mine.set()
+
+
+def test_a_stale_lock_taken_over_by_another_process_meanwhile_lets_one_in(tmp_path):
+    """B finds the lock stale; before B takes it, A tries too. Only one of them may get in, whatever the order."""
+    import multiprocessing
+    import socket
+    import subprocess
+    import sys
+
+    context = multiprocessing.get_context("fork")
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    (tmp_path / ".lock").write_text(f"{gone.pid} {socket.gethostname()}\n")
+    checking, a_tried, b_tried, results = context.Event(), context.Event(), context.Event(), context.Queue()
+    b = context.Process(target=_taker, args=(tmp_path, True, checking, a_tried, b_tried, results))
+    b.start()
+    assert checking.wait(120)  # B has read the stale lock and is about to take it
+    a = context.Process(target=_taker, args=(tmp_path, False, checking, a_tried, b_tried, results))
+    a.start()
+    outcomes = sorted(results.get(timeout=120) for _ in range(2))
+    a.join()
+    b.join()
+    assert outcomes == ["in", "refused"] and list(tmp_path.iterdir()) == []

@@ -5,7 +5,9 @@ A checkpoint is a safetensors file whose metadata holds the model's config, both
 and free-form info as JSON. Reading one checks each entry before a model is built, and compares the shapes the
 config describes (built on the meta device, no memory) with the file's tensors. It sits above the model
 (chapter 4) and the data (chapter 6), which it imports where it uses them, so that chapter 7 can load the model
-the package ships; chapter 8 writes checkpoints (save_checkpoint) and trains the shipped model.
+the package ships; chapter 8 writes checkpoints (save_checkpoint) and trains the shipped model. A loaded model
+carries its vocabularies and tokenizers: the checks here refuse others passed beside it (check_carried), and a
+tokenizer that does not cut text into a vocabulary's tokens (check_tokenizer_fits).
 """
 from __future__ import annotations
 
@@ -21,18 +23,102 @@ from transformer_lib.files import load_tensors, read_safetensors
 __all__ = [
     "PRETRAINED_FILE", "pretrained_path", "load_checkpoint", "check_checkpoint", "check_checkpoint_metadata",
     "read_checkpoint_metadata", "read_checkpoint_tokenizers", "check_checkpoint_shapes", "check_checkpoint_vocabs", "read_checkpoint",
+    "check_carried", "check_tokenizer_fits", "is_subword_vocab", "scoring_tokenizer", "check_hypotheses",
+    "check_run_length",
 ]
 
 
-def check_checkpoint(model, src_vocab, tgt_vocab, info: dict) -> None:
-    """save_checkpoint's inputs: a model with a config, vocabularies that fit it, info that JSON can hold."""
+def is_subword_vocab(vocab) -> bool:
+    """Whether a vocabulary holds BPE's symbols: most of its tokens carry the space mark \u2581, none of words do."""
+    tokens = vocab.itos[4:]
+    return sum(t.startswith("\u2581") for t in tokens) > len(tokens) // 4
+
+
+def check_tokenizer_fits(name: str, tokenizer, vocab, default: str = "") -> None:
+    """`tokenizer` must cut text into the tokens of `vocab`: whole words for a vocabulary of words, the BPE whose
+    symbols are the vocabulary for one of subwords. ValueError naming the argument `name` otherwise (`default`: what
+    it was left at, e.g. "None, whole words"), instead of a translation of other tokens, or a score of them."""
+    bpe = getattr(tokenizer, "bpe", None)
+    given = f"{name}={default}" if default else name
+    if bpe is None and is_subword_vocab(vocab):
+        raise ValueError(f"{given} cuts whole words, but the vocabulary holds subword symbols (marked \u2581); pass "
+                         "the model's SubwordTokenizer (model.tokenizers, after load_checkpoint)")
+    if bpe is not None and bpe.vocab().itos != vocab.itos:
+        raise ValueError(f"{name}'s BPE makes {len(bpe.vocab()):,} symbols that are not the vocabulary's "
+                         f"{len(vocab):,} tokens: it belongs to another model; pass the tokenizer the model was "
+                         "trained with")
+
+
+def scoring_tokenizer(model, tgt_tok, src_vocab, tgt_vocab):
+    """evaluate_bleu's tgt_tok: the one given, else the model's (after load_checkpoint or train_translation), else
+    None (whole words); ValueError naming tgt_tok where it does not cut tgt_vocab's tokens, or naming a vocabulary
+    that is not the one the model carries."""
+    check_carried(model, src_vocab=src_vocab, tgt_vocab=tgt_vocab)
+    default = "None" if tgt_tok is None else ""
+    tgt_tok = tgt_tok or (getattr(model, "tokenizers", None) or (None, None))[1]
+    check_tokenizer_fits("tgt_tok", tgt_tok, tgt_vocab, default)  # a model's subwords scored as words: refused
+    return tgt_tok
+
+
+def check_hypotheses(hypotheses, tgt_tok) -> None:
+    """bleu's hypotheses must be tokens tgt_tok reads: subword symbols need a SubwordTokenizer to be decoded."""
+    tokens = [t for h in hypotheses for t in h if t not in ("<unk>", "<pad>", "<s>", "</s>")]
+    if getattr(tgt_tok, "bpe", None) is None and sum(t.startswith("\u2581") for t in tokens) > len(tokens) // 4:
+        raise ValueError("the hypotheses are subword symbols (marked \u2581), but tgt_tok (None, or a Tokenizer) reads "
+                         "whole words; pass the model's SubwordTokenizer as tgt_tok")
+
+
+def check_run_length(path, done: int, epochs: int) -> None:
+    """A run folder whose training state has `done` epochs resumed by a recipe of fewer `epochs`: its kept model and
+    records would be written again under a recipe that claims a shorter run than the one they hold."""
+    if done > epochs:
+        raise ValueError(f"{path} holds a run of {done} epochs, more than the recipe's epochs={epochs}; ask for "
+                         f"epochs={done} or more, or train into another folder")
+
+
+def check_carried(model, **given) -> None:
+    """Vocabularies given beside a model that carries its own (model.vocabs, after load_checkpoint or
+    train_translation) must be those: another model's, even of the same size, would translate other tokens.
+    `given`: src_vocab=..., tgt_vocab=... (None: not given). ValueError naming the argument."""
+    carried = getattr(model, "vocabs", None)
+    if carried is None:
+        return
+    for (name, vocab), own in zip(given.items(), carried):
+        if vocab is not None and vocab is not own and getattr(vocab, "itos", None) != own.itos:
+            raise ValueError(f"{name} is not the vocabulary the model carries ({len(vocab):,} tokens, the model's "
+                             f"{len(own):,}); pass model.vocabs, or leave it out where the model's is the default")
+
+
+def check_checkpoint(model, src_vocab, tgt_vocab, info: dict, tokenizers=None) -> tuple[tuple, dict]:
+    """save_checkpoint's inputs: a model with a config, vocabularies that fit it (the ones it carries, if it carries
+    some), (German, English) tokenizers that cut text into those vocabularies' tokens, info that JSON can hold:
+    what load_checkpoint would refuse is refused before the file is written. Returns (tokenizers, info): the
+    tokenizers given, else the model's (after load_checkpoint), else whole words; info with the model's lowercasing
+    where it is not the default, so that it loads back."""
+    from transformer_lib.data import Tokenizer  # chapter 6's, imported where it is used
+
+    if getattr(model, "lower", True) is not True:
+        info = {"lower": model.lower, **info}
+    lower = info.get("lower", True)
+    tokenizers = tokenizers or getattr(model, "tokenizers", None) or (Tokenizer("de", lower), Tokenizer("en", lower))
     if getattr(model, "config", None) is None:
         raise ValueError("model has no config; build it with make_model or build_model")
     check_vocabs(model, src_vocab, tgt_vocab)
+    check_carried(model, src_vocab=src_vocab, tgt_vocab=tgt_vocab)
+    if not isinstance(tokenizers, (tuple, list)) or len(tokenizers) != 2 or not all(
+            callable(getattr(t, "to_dict", None)) for t in tokenizers):
+        raise TypeError("tokenizers must be a (German, English) pair of Tokenizers or SubwordTokenizers, e.g. "
+                        f"model.tokenizers; got {type(tokenizers).__name__}")
+    for i, (tokenizer, vocab, lang) in enumerate(zip(tokenizers, (src_vocab, tgt_vocab), ("de", "en"))):
+        if getattr(tokenizer, "lang", None) != lang:
+            raise ValueError(f"tokenizers[{i}] is for lang={getattr(tokenizer, 'lang', None)!r}; a checkpoint of "
+                             "this book reads German ('de') and writes English ('en')")
+        check_tokenizer_fits(f"tokenizers[{i}]", tokenizer, vocab)
     try:
         json.dumps(info)
     except TypeError as err:
         raise TypeError(f"info must hold JSON values (numbers, strings, lists, dicts): {err}") from None
+    return tokenizers, info
 
 
 def check_checkpoint_metadata(path, metadata: dict) -> None:

@@ -104,6 +104,8 @@ class Vocab(JsonFile):
     UNK, PAD, BOS, EOS = SPECIALS = ("<unk>", "<pad>", "<s>", "</s>")
 
     def __init__(self, tokens: list[str]):
+        if isinstance(tokens, str) or not all(isinstance(t, str) for t in tokens):  # a file's [5, null] included
+            raise TypeError(f"tokens must be a list of strings, got {str(tokens)[:60]!r}")
         check_vocab_tokens(tokens, self.SPECIALS)
         self.itos, self.stoi = list(tokens), {t: i for i, t in enumerate(tokens)}
         self.unk_idx, self.pad_idx, self.bos_idx, self.eos_idx = range(4)
@@ -352,9 +354,13 @@ class SubwordTokenizer(Tokenizer):
 def subword_tokenizers(pairs, n_merges: int, shared: bool = True, lower: bool = True):
     """German and English SubwordTokenizers whose BPE is learned from the (German, English) training pairs: one BPE
     for both languages if shared, else one each."""
-    tokenizers = Tokenizer("de", lower), Tokenizer("en", lower)
+    tokenizers, pairs = (Tokenizer("de", lower), Tokenizer("en", lower)), list(pairs)
+    if not all(isinstance(p, (tuple, list)) and len(p) == 2 for p in pairs):
+        raise TypeError("pairs must be (German, English) sentence pairs, the training split")
     counts = [Counter(w for pair in pairs for w in pre_tokens(tok, pair[side]) if w != Vocab.UNK)
               for side, tok in enumerate(tokenizers)]
+    if not counts[0] + counts[1]:  # no pair, or only blank ones: BPE would learn nothing and cut every word to letters
+        raise ValueError(f"pairs hold no words to learn merges from ({len(pairs)} pairs); pass the training pairs")
     bpes = [BPE.learn(counts[0] + counts[1], n_merges)] * 2 if shared else [BPE.learn(c, n_merges) for c in counts]
     return tuple(SubwordTokenizer(tok.lang, bpe, lower) for tok, bpe in zip(tokenizers, bpes))
 

@@ -19,6 +19,7 @@ import torch
 from torch.nn.utils.rnn import pad_sequence
 
 from transformer_lib.attention import padding_mask, scaled_dot_product_attention, subsequent_mask
+from transformer_lib.checkpoint import check_carried, check_tokenizer_fits
 from transformer_lib.checks.core import check_int
 from transformer_lib.checks.training import check_decoding
 from transformer_lib.checks.decoding import (check_attention_ids, check_attention_kind, check_cache_length,
@@ -184,6 +185,8 @@ def translate_tokens(model, sentences: list[str], src_tok, src_vocab, tgt_vocab,
     FastBeamSearch).
     """
     check_sentences(sentences, beam_size, model, src_vocab, tgt_vocab, batch_size)
+    check_carried(model, src_vocab=src_vocab, tgt_vocab=tgt_vocab)  # not another model's, even of the same size
+    check_tokenizer_fits("src_tok", src_tok, src_vocab)  # words for words, the model's own BPE for subwords
     check_search(search)
     model.eval()
     device = next(model.parameters()).device
@@ -218,6 +221,17 @@ ATTENTION_AXES = {  # kind -> (rows: the queries, columns: the keys)
 }
 
 
+def _check_ids(**given) -> None:
+    """attention_maps' sentence pair: lists of token ids (ints), not tensors or text; TypeError naming the argument."""
+    for name, ids in given.items():
+        if isinstance(ids, torch.Tensor):
+            raise TypeError(f"{name} must be a list of token ids, got a tensor; pass {name}.tolist()")
+        if isinstance(ids, str) or not isinstance(ids, (list, tuple)) or not all(
+                isinstance(i, int) and not isinstance(i, bool) for i in ids):
+            raise TypeError(f"{name} must be a list of token ids (ints), e.g. src_vocab.encode(src_tok(sentence)); "
+                            f"got {type(ids).__name__} {str(ids)[:40]!r}")
+
+
 @torch.no_grad()
 def attention_maps(model, src_ids: list[int], tgt_ids: list[int]) -> dict[str, torch.Tensor]:
     """Attention weights of every layer and head while the model reads one sentence pair.
@@ -227,11 +241,16 @@ def attention_maps(model, src_ids: list[int], tgt_ids: list[int]) -> dict[str, t
     map a row is a query (the position attending) and a column a key (the position attended to), so
     cross-attention has a row per target token and a column per source token.
     """
+    _check_ids(src_ids=src_ids, tgt_ids=tgt_ids)
     check_attention_ids(src_ids, tgt_ids)
     model.eval()
     device = next(model.parameters()).device
     src, tgt = torch.tensor([src_ids], device=device), torch.tensor([tgt_ids], device=device)  # (1, S), (1, T)
     model(src, tgt, None, subsequent_mask(tgt.size(1), device=device))
+    if any(m.attn is None for layer in [*model.encoder.layers, *model.decoder.layers]
+           for m in (layer.self_attn, getattr(layer, "src_attn", layer.self_attn))):
+        raise ValueError("model runs chapter 9's fast path, which keeps no attention weights; switch it back first "
+                         "with transformer_lib.fast.use_fast_path(model, False)")
     return {"encoder": torch.stack([layer.self_attn.attn[0] for layer in model.encoder.layers]).cpu(),
             "decoder": torch.stack([layer.self_attn.attn[0] for layer in model.decoder.layers]).cpu(),
             "cross": torch.stack([layer.src_attn.attn[0] for layer in model.decoder.layers]).cpu()}

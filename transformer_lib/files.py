@@ -17,9 +17,15 @@ import json
 import os
 import socket
 import tempfile
+import threading
 from pathlib import Path
 
 import torch
+
+try:
+    import fcntl  # flock: a lock the system lets go of when its process dies
+except ImportError:  # Windows
+    fcntl = None
 
 __all__ = [
     "JsonFile", "write_atomically", "sha256_of", "safetensors_digest", "write_safetensors", "read_safetensors",
@@ -55,21 +61,28 @@ def write_atomically(path, write) -> Path:
     return path
 
 
-def write_folder_atomically(path, write) -> Path:
+def write_folder_atomically(path, write, check=None) -> Path:
     """Call write(temporary_folder), then put that folder where path is: an earlier folder at path is replaced
     whole, so that no file of it survives beside the new ones (a stale vocabulary, say).
 
     The new folder is written beside path and renamed into place; the old one is renamed away first and removed
     after, so that path holds the old folder or the new one, except for the moment between the two renames. If write
-    fails, the temporary folder is removed and path is left as it was.
+    fails, the temporary folder is removed and path is left as it was; one a killed writer left (its name carries the
+    writer's process id) is removed by the next write to the same path. check(path), if given, runs before writing
+    and again just before an earlier folder is replaced: what it raises stops the write, nothing changed.
     """
     import shutil
 
     path = Path(path)
+    if check is not None:  # e.g. serve's export: a folder holding a file it did not write is refused
+        check(path)
+    _remove_orphans(path, folders=True)
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp"))
     try:
         write(tmp)
         os.chmod(tmp, 0o777 & ~_umask())
+        if check is not None:  # again: a file put there while the new folder was written
+            check(path)
         old = tmp.with_suffix(".old") if path.exists() else None
         if old is not None:
             os.rename(path, old)
@@ -83,39 +96,111 @@ def write_folder_atomically(path, write) -> Path:
     return path
 
 
+_HELD: set[str] = set()  # the run folders this process holds (locked_folder), by real path
+_HELD_GUARD = threading.Lock()
+
+
 @contextlib.contextmanager
 def locked_folder(path, lock: bool = True):
     """The folder `path` (made if missing), held by this process while the block runs: a second writer (another
-    training on the same run folder) is refused with a ValueError naming the folder, instead of the two mixing their
-    files. The lock is a file, path/.lock, holding the writer's process id and host; one left by a process that no
-    longer runs on this host is taken over. lock=False: the folder alone (the other processes of a distributed run,
-    which process 0 speaks for)."""
+    training on the same run folder, in this process or another) is refused with a ValueError naming the folder.
+    lock=False: the folder alone (the other processes of a distributed run, which process 0 speaks for).
+
+    The lock is a file, path/.lock, naming the writer's process id and host, flocked by the writer: the system lets
+    go of it when the writer dies. One nobody holds whose process no longer runs is stale, taken over under its
+    flock, so that of several processes taking it over exactly one gets in."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     if not lock:
         yield path
         return
-    lock_file, me = path / ".lock", f"{os.getpid()} {socket.gethostname()}"
-    for attempt in (1, 2):
-        try:
-            fd = os.open(lock_file, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            break
-        except FileExistsError:
-            text = lock_file.read_text(errors="replace") if lock_file.exists() else ""
-            holder = text.strip().split(maxsplit=1)  # [pid, host]
-            pid, host = (int(holder[0]) if holder and holder[0].isdigit() else 0), (holder[1] if len(holder) > 1 else "")
-            stale = host == socket.gethostname() and (pid == os.getpid() or not _alive(pid))
-            if attempt == 2 or not stale:
-                who = f"process {pid} on {host}" if pid and host else f"{lock_file} holds no process id"
-                raise ValueError(f"{path} is being written by another training ({who}); wait for it to end or train "
-                                 f"into another folder. If no training runs there, delete {lock_file}") from None
-            lock_file.unlink(missing_ok=True)  # its writer is gone: take the folder over
-    with os.fdopen(fd, "w") as handle:
-        handle.write(me + "\n")
+    key, lock_file = os.path.realpath(path), path / ".lock"
+    with _HELD_GUARD:
+        if key in _HELD:  # e.g. a training started from inside another one's callback
+            raise ValueError(f"{path} is already being written by a training in this process; wait for it to end "
+                             "or train into another folder")
+        _HELD.add(key)
     try:
-        yield path
+        fd = _take_lock(path, lock_file)
+        try:
+            yield path
+        finally:
+            if _same_file(fd, lock_file):  # ours still: no one else can replace it while we hold its flock
+                lock_file.unlink(missing_ok=True)
+            os.close(fd)  # lets go of the flock
     finally:
-        lock_file.unlink(missing_ok=True)
+        with _HELD_GUARD:
+            _HELD.discard(key)
+
+
+def _take_lock(folder: Path, lock_file: Path) -> int:
+    """An open descriptor of lock_file, flocked by this process and naming it; ValueError if another holds it."""
+    me = f"{os.getpid()} {socket.gethostname()}\n".encode()
+    _remove_orphans(lock_file)  # the temporary files of a writer killed while it made the lock
+    for _ in range(100):  # a lock file removed or replaced between our looking and our locking: look again
+        try:
+            fd = os.open(lock_file, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0))  # a link could aim at any file
+        except FileNotFoundError:
+            fd = _new_lock(lock_file, me)
+            if fd is None:  # another process made it first
+                continue
+            return fd
+        except OSError as err:  # a symbolic link (ELOOP), a folder, a file we may not write
+            raise ValueError(f"{lock_file} is not a lock file this book wrote ({err.strerror}); if no training runs "
+                             f"in {folder}, delete it") from None
+        held = not _flock(fd)
+        if not held and not _same_file(fd, lock_file):  # its holder removed it meanwhile; a new one may be there
+            os.close(fd)
+            continue
+        holder = os.pread(fd, 4096, 0).decode(errors="replace").strip().split(maxsplit=1)  # [pid, host]
+        pid, host = (int(holder[0]) if holder and holder[0].isdigit() else 0), (holder[1] if len(holder) > 1 else "")
+        if held or not (pid and host == socket.gethostname() and (pid == os.getpid() or not _alive(pid))):
+            os.close(fd)  # held, or written without a flock by a process that runs, another host's, or no pid
+            who = f"process {pid} on {host}" if pid and host else f"{lock_file} holds no process id"
+            raise ValueError(f"{folder} is being written by another training ({who}); wait for it to end or train "
+                             f"into another folder. If no training runs there, delete {lock_file}")
+        os.ftruncate(fd, 0)  # stale: taken over, under its flock, so no other process can take it too
+        os.pwrite(fd, me, 0)
+        return fd
+    raise ValueError(f"{lock_file} keeps being replaced by other processes; try again, or train into another folder")
+
+
+def _new_lock(lock_file: Path, me: bytes) -> int | None:
+    """A new lock_file naming this process, flocked before it appears (linked into place); None if one is there."""
+    fd, name = tempfile.mkstemp(dir=lock_file.parent, prefix=f".{lock_file.name}.{os.getpid()}.", suffix=".tmp")
+    try:
+        os.write(fd, me)
+        os.fchmod(fd, 0o644 & ~_umask())
+        _flock(fd)  # no one else knows the file yet: this succeeds
+        os.link(name, lock_file)  # appears whole and held, or not at all
+        return fd
+    except BaseException as err:
+        os.close(fd)
+        if isinstance(err, FileExistsError):
+            return None
+        raise
+    finally:
+        os.unlink(name)
+
+
+def _flock(fd: int) -> bool:
+    """An exclusive flock on fd, without waiting; False if another open file holds one. True where the system has no
+    flock (the process id in the file alone decides)."""
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:  # a file system without locks
+        pass
+    return True
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether the open descriptor fd is the file at path now."""
+    with contextlib.suppress(FileNotFoundError):
+        return os.path.samestat(os.fstat(fd), os.stat(path))
+    return False
 
 
 def _umask() -> int:
@@ -138,12 +223,18 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def _remove_orphans(path: Path) -> None:
-    """Remove temporary files of `path` whose writer process no longer runs (killed mid-write)."""
-    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
-        pid = tmp.name[len(path.name) + 2 :].split(".", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
-            tmp.unlink(missing_ok=True)
+def _remove_orphans(path: Path, folders: bool = False) -> None:
+    """Remove the temporary files of `path` (folders: its temporary folders, .tmp or, renamed away, .old), named
+    .NAME.PID.XXXXXXXX.tmp, whose writer process no longer runs (killed mid-write). Nothing else is touched."""
+    import re
+    import shutil
+
+    suffix = "(?:tmp|old)" if folders else "tmp"
+    pattern = re.compile(re.escape(f".{path.name}.") + r"(\d+)\.[A-Za-z0-9_]{8}\." + suffix)
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*"):
+        found = pattern.fullmatch(tmp.name)
+        if found and tmp.is_dir() == folders and not tmp.is_symlink() and not _alive(int(found[1])):
+            shutil.rmtree(tmp, ignore_errors=True) if folders else tmp.unlink(missing_ok=True)
 
 
 def _alive(pid: int) -> bool:

@@ -110,6 +110,7 @@ def to_ctranslate2(model, src_vocab, tgt_vocab, out_dir, quantization: str | Non
     The folder also holds transformer_lib.json: the tokenizers the model needs (the ones it carries after
     load_checkpoint, else whole words, lowercased if `lower`).
     """
+    from transformer_lib.checkpoint import check_carried, is_subword_vocab
     from transformer_lib.checks.decoding import check_vocabs
     from transformer_lib.files import write_folder_atomically
 
@@ -117,6 +118,10 @@ def to_ctranslate2(model, src_vocab, tgt_vocab, out_dir, quantization: str | Non
     if getattr(model, "config", None) is None:
         raise ValueError("model has no config; build it with make_model or load it with load_checkpoint")
     check_vocabs(model, src_vocab, tgt_vocab)
+    check_carried(model, src_vocab=src_vocab, tgt_vocab=tgt_vocab)  # not another model's, even of the same size
+    if getattr(model, "tokenizers", None) is None and is_subword_vocab(src_vocab):
+        raise ValueError("src_vocab holds subword symbols, but model carries no tokenizers, and the folder would cut "
+                         "whole words; load the model with load_checkpoint, which gives it its tokenizers")
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"out_dir={str(out)!r} is a file; give a folder for the CTranslate2 model")
@@ -132,10 +137,35 @@ def to_ctranslate2(model, src_vocab, tgt_vocab, out_dir, quantization: str | Non
 
     def write(folder: Path) -> None:  # the whole model in a new folder: no file of an earlier export survives
         spec.save(str(folder))
-        (folder / "transformer_lib.json").write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+        files = sorted(p.name for p in folder.iterdir())  # what a later export may replace
+        (folder / "transformer_lib.json").write_text(json.dumps({**settings, "files": files}, indent=2) + "\n",
+                                                     encoding="utf-8")
 
     out.parent.mkdir(parents=True, exist_ok=True)
-    return write_folder_atomically(out, write)
+    return write_folder_atomically(out, write, check=_only_exported)  # a file a user put there is never deleted
+
+
+_CT2_FILES = {"config.json", "model.bin", *(f"{kind}vocabulary.{ext}" for kind in ("", "shared_", "source_", "target_")
+                                            for ext in ("json", "txt"))}
+
+
+def _only_exported(folder: Path) -> None:
+    """ValueError naming what `folder` holds beyond what an earlier export wrote there (the names its
+    transformer_lib.json lists, else, for an export from before it listed them, CTranslate2's own): export replaces
+    the whole folder, and must never delete a file it did not write."""
+    if not folder.is_dir():
+        return
+    try:
+        files = json.loads((folder / "transformer_lib.json").read_text(encoding="utf-8")).get("files")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        files = None
+    listed = isinstance(files, list) and all(isinstance(f, str) for f in files)
+    others = sorted(p.name for p in folder.iterdir() if p.name not in {*(files if listed else _CT2_FILES),
+                                                                          "transformer_lib.json"})
+    if others:
+        shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+        raise ValueError(f"{folder} holds {shown}, not written there by export, which replaces the whole folder; "
+                         "move them away or export into another folder (nothing was changed)")
 
 
 class CTranslate2Model:
@@ -208,9 +238,6 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--beam", type=int, default=5, help="beam size; 1 for greedy decoding (default 5)")
     run.add_argument("--threads", type=int, default=1, help="CPU threads (default 1)")
     args = parser.parse_args(argv)
-    from transformer_lib.runtime import share_cores_in_command
-
-    share_cores_in_command()  # torch on the cores other processes leave free ($BOOK_SHARE_CORES=0: not)
     try:
         _ctranslate2()
     except ImportError as err:

@@ -16,7 +16,8 @@ history, scores, vocabulary and merges). It refuses a checkpoint that another re
 `multi30k` trains chapter 8's German-to-English model by the recipe of a run budget, writing a checkpoint per
 epoch to --out (default runs/multi30k-BUDGET); run the same command again to resume an interrupted run. --set
 changes any field of the recipe (e.g. --set warmup=200 cooldown=0.3), as dataclasses.replace would. It ends
-with validation and test2016 BLEU (--no-test: validation only), and the path of model.safetensors, which
+with validation and test2016 BLEU (--no-test: validation only; without Multi30k at hand, the offline corpus's test
+split, labelled as such), and the path of model.safetensors, which
 `python -m transformer_lib.translate --checkpoint PATH` uses. Under torchrun it trains with DistributedDataParallel, a process per device:
 
     torchrun --nproc_per_node=2 -m transformer_lib.train multi30k --budget full          # 2 processes (CPU: gloo)
@@ -149,7 +150,8 @@ def _multi30k(args: argparse.Namespace, rank: int, world: int) -> int:
         return 0
     test = evaluate_bleu(run.model, data.test, data.src_tok, data.src_vocab, data.tgt_vocab, recipe.beam_size,
                          recipe.length_penalty, recipe.lower, data.tgt_tok)
-    print(f"kept: {run.scores['kept']}; test2016 ({len(data.test):,} pairs), beam {recipe.beam_size}: {test}")
+    split = "test2016" if data.source.startswith("Multi30k") else "offline corpus test split, NOT Multi30k test2016"
+    print(f"kept: {run.scores['kept']}; {split} ({len(data.test):,} pairs), beam {recipe.beam_size}: {test}")
     print(f"model: {run.path}")
     return 0
 
@@ -232,9 +234,6 @@ def main(argv: list[str] | None = None) -> int:
                       help="the model.safetensors of a --budget full run (default runs/multi30k-full/model.safetensors)")
     ship.add_argument("--to", default=None, help="where to write it (default: the package's shipped model)")
     args = parser.parse_args(argv)
-    from transformer_lib.runtime import share_cores_in_command
-
-    share_cores_in_command()  # torch on the cores other processes leave free ($BOOK_SHARE_CORES=0: not)
     if args.task == "ship":
         return ship_command(args)
     if args.task == "multi30k":

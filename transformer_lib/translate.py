@@ -23,6 +23,7 @@ import queue
 import sys
 import threading
 from pathlib import Path
+from typing import NamedTuple
 
 
 def find_checkpoint(path: str | None) -> Path:
@@ -50,6 +51,22 @@ def load_model(path: Path, device):
         raise SystemExit(f"error: {err}") from None
 
 
+def text_encoding(encoding: str) -> str:
+    """Python's name for `encoding`; ValueError naming --encoding for one Python does not know, or one that does not
+    turn text into bytes (hex, base64, rot13: codecs of bytes to bytes or text to text)."""
+    try:
+        name = codecs.lookup(encoding).name
+        "a\n".encode(name).decode(name)
+    except LookupError as err:
+        what = "not a text encoding" if "not a text encoding" in str(err) else "not an encoding Python knows"
+        raise ValueError(f"--encoding {encoding!r} is {what}; use a text encoding such as utf-8, latin-1, cp1252 or "
+                         "utf-16") from None
+    except (UnicodeError, TypeError, ValueError):
+        raise ValueError(f"--encoding {encoding!r} cannot write a line of text; use a text encoding such as utf-8, "
+                         "latin-1, cp1252 or utf-16") from None
+    return name
+
+
 def read_lines(stream, encoding: str, max_bytes: int):
     """(line number, text or an error message) for each line of a binary stream, as the lines arrive.
 
@@ -58,7 +75,7 @@ def read_lines(stream, encoding: str, max_bytes: int):
     before the first line is dropped. A line that is not valid in `encoding`, or longer than max_bytes (the rest of
     it is skipped, never held in memory), comes as (number, None, message).
     """
-    name, head = _byte_order(stream, codecs.lookup(encoding).name)
+    name, head = _byte_order(stream, text_encoding(encoding))
     newline = "a\n".encode(name)[len("a".encode(name)):]  # without the byte-order mark some codecs put first
     raws = _byte_lines(stream, max_bytes) if newline == b"\n" and not head else \
         _unit_lines(stream, newline, max_bytes, head)
@@ -122,6 +139,11 @@ def _unit_lines(stream, newline: bytes, max_bytes: int, buffer: bytes = b""):
         buffer += chunk
 
 
+class _Failed(NamedTuple):
+    """What the reader thread puts in the queue when reading raises."""
+    error: BaseException
+
+
 def _batches(lines, batch_size: int):
     """Lists of items from `lines`: the first waits for an item, the rest take what has arrived meanwhile (at most
     batch_size), so output is never held back waiting for input that has not come."""
@@ -132,6 +154,8 @@ def _batches(lines, batch_size: int):
         try:
             for item in lines:
                 items.put(item)
+        except BaseException as err:  # reading failed: the error goes to the caller, not lost with the thread
+            items.put(_Failed(err))
         finally:
             items.put(done)
 
@@ -144,7 +168,12 @@ def _batches(lines, batch_size: int):
             except queue.Empty:
                 break
         finished = batch[-1] is done
-        batch = [item for item in batch if item is not done]
+        failure = next((item for item in batch if isinstance(item, _Failed)), None)
+        batch = [item for item in batch if item is not done and not isinstance(item, _Failed)]
+        if failure is not None:
+            if batch:
+                yield batch
+            raise failure.error
         if batch:
             yield batch
         if finished:
@@ -191,15 +220,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-bytes", type=int, default=100_000,
                         help="longer input lines are skipped with an error (default 100000)")
     args = parser.parse_args(argv)
-    from transformer_lib.runtime import share_cores_in_command
-
-    share_cores_in_command()  # torch on the cores other processes leave free ($BOOK_SHARE_CORES=0: not)
     if args.beam < 1 or args.batch_size < 1 or args.max_bytes < 1:
         parser.error("--beam, --batch-size and --max-bytes must be positive ints")
     try:
-        codecs.lookup(args.encoding)
-    except LookupError:
-        parser.error(f"--encoding {args.encoding!r} is not an encoding Python knows (e.g. utf-8, latin-1, cp1252)")
+        text_encoding(args.encoding)
+    except ValueError as err:
+        parser.error(str(err))
     if not args.sentences and sys.stdin is None:
         parser.error("no sentences: give them as arguments or on standard input")
     from transformer_lib.train import _device

@@ -34,7 +34,8 @@ from torch import nn
 
 from transformer_lib.checks import translation as checks  # one line per entry point: its inputs, checked
 from transformer_lib.checks.core import as_device, as_dtype, as_paths
-from transformer_lib.checkpoint import check_checkpoint, load_checkpoint, pretrained_path
+from transformer_lib.checkpoint import (check_checkpoint, check_hypotheses, check_run_length, load_checkpoint,
+                                        pretrained_path, scoring_tokenizer)
 from transformer_lib.data import (SubwordTokenizer, Tokenizer, Vocab, bucket_batches, detokenize, encode_pairs,
                                   load_translation_data, subword_tokenizers, tokenizer_from_dict)
 from transformer_lib.decoding import translate_tokens
@@ -140,7 +141,7 @@ def prepare_data(recipe: Recipe, root=None, download: bool = True) -> Translatio
 def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab, dtype: torch.dtype | None = None,
                     tokenizers: tuple | None = None, **info) -> Path:
     """Write one .safetensors file: the weights (a tied tensor once), and as metadata the model's ModelConfig,
-    both vocabularies, both tokenizers (default: whole words) and `info` (JSON, e.g. step and validation loss).
+    both vocabularies, both tokenizers (default: the model's, or words) and `info` (JSON, e.g. step, validation loss).
 
     `dtype` (e.g. torch.float16 or "float16") stores the weights in that type, half the size for float16; load_checkpoint
     turns them back into the model's float32. The file is written atomically and carries a sha256 of its
@@ -148,8 +149,7 @@ def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab, dtype: torc
     """
     from safetensors.torch import save_model
 
-    check_checkpoint(model, src_vocab, tgt_vocab, info)
-    tokenizers = tokenizers or (Tokenizer("de", info.get("lower", True)), Tokenizer("en", info.get("lower", True)))
+    tokenizers, info = check_checkpoint(model, src_vocab, tgt_vocab, info, tokenizers)  # what loading would refuse
     metadata = {"config": model.config.to_json(), "src_vocab": src_vocab.to_json(), "tgt_vocab": tgt_vocab.to_json(),
                 "tokenizers": json.dumps([t.to_dict() for t in tokenizers], ensure_ascii=False), "info": json.dumps(info)}
     if dtype is not None:
@@ -182,8 +182,7 @@ def translate(model, sentence, beam_size: int = 5, src_vocab: Vocab | None = Non
     The vocabularies default to those the model carries after train_translation or load_checkpoint.
     """
     checks.check_carried_vocabs(model, src_vocab, tgt_vocab)
-    if src_vocab is None or tgt_vocab is None:
-        src_vocab, tgt_vocab = model.vocabs
+    src_vocab, tgt_vocab = src_vocab or model.vocabs[0], tgt_vocab or model.vocabs[1]  # translate_tokens checks them
     lower = getattr(model, "lower", True) if lower is None else lower
     src_tok, tgt_tok = getattr(model, "tokenizers", None) or (Tokenizer("de", lower), Tokenizer("en", lower))
     src_tok = src_tok if src_tok.lower == lower else tokenizer_from_dict({**src_tok.to_dict(), "lower": lower})
@@ -219,6 +218,7 @@ def bleu(hypotheses: list[list[str]], references: list[str], lowercase: bool = T
     from sacrebleu.metrics import BLEU
 
     checks.check_bleu_inputs(hypotheses, references)
+    check_hypotheses(hypotheses, tgt_tok)  # subword symbols need the SubwordTokenizer that decodes them
     detok, tok, tokenized = BLEU(lowercase=lowercase), Tokenizer("en", lower=True), BLEU(tokenize="none", force=True)
     detok_score = detok.corpus_score([(tgt_tok or tok).detokenize(h) for h in hypotheses], [list(references)])
     hypotheses = [tok(tgt_tok.decode(h)) for h in hypotheses] if isinstance(tgt_tok, SubwordTokenizer) else hypotheses
@@ -232,6 +232,7 @@ def evaluate_bleu(model, pairs: list[tuple[str, str]], src_tok: Tokenizer, src_v
                   beam_size: int = 5, length_penalty: float = 0.6, lowercase: bool = True,
                   tgt_tok: Tokenizer | None = None) -> BleuScore:
     """Translate the German side of (German, English) pairs and score against the English side."""
+    tgt_tok = scoring_tokenizer(model, tgt_tok, src_vocab, tgt_vocab)  # default: the model's; refused if it misfits
     hyps = translate_tokens(model, [de for de, _ in pairs], src_tok, src_vocab, tgt_vocab, beam_size, length_penalty)
     return bleu(hyps, [en for _, en in pairs], lowercase, tgt_tok)
 
@@ -330,6 +331,7 @@ def _resume(path: Path, recipe: Recipe, data: TranslationData, model, optimizer,
     checks.check_training_state(path, info)  # a training state, not a checkpoint or another file
     checks.check_resumable(path, Recipe.from_dict(info["recipe"]).to_dict(), recipe.to_dict())
     checks.check_resume_data(path, info, tensors, model, data.src_vocab, data.tgt_vocab)  # same vocabularies
+    check_run_length(path.parent, info["epoch"], recipe.epochs)  # fewer epochs would rewrite its record untruly
     restore_training_state(tensors, info, model, optimizer, scheduler)
     return info["epoch"], info["history"], info["seconds"]
 
