@@ -238,6 +238,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--beam", type=int, default=5, help="beam size; 1 for greedy decoding (default 5)")
     run.add_argument("--threads", type=int, default=1, help="CPU threads (default 1)")
     args = parser.parse_args(argv)
+    from transformer_lib.runtime import share_cores_in_command
+
+    share_cores_in_command()  # torch on the cores other processes leave free ($BOOK_SHARE_CORES=0: not)
     try:
         _ctranslate2()
     except ImportError as err:

@@ -234,6 +234,9 @@ def main(argv: list[str] | None = None) -> int:
                       help="the model.safetensors of a --budget full run (default runs/multi30k-full/model.safetensors)")
     ship.add_argument("--to", default=None, help="where to write it (default: the package's shipped model)")
     args = parser.parse_args(argv)
+    from transformer_lib.runtime import share_cores_in_command
+
+    share_cores_in_command()  # torch on the cores other processes leave free ($BOOK_SHARE_CORES=0: not)
     if args.task == "ship":
         return ship_command(args)
     if args.task == "multi30k":

@@ -220,6 +220,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-bytes", type=int, default=100_000,
                         help="longer input lines are skipped with an error (default 100000)")
     args = parser.parse_args(argv)
+    from transformer_lib.runtime import share_cores_in_command
+
+    share_cores_in_command()  # torch on the cores other processes leave free ($BOOK_SHARE_CORES=0: not)
     if args.beam < 1 or args.batch_size < 1 or args.max_bytes < 1:
         parser.error("--beam, --batch-size and --max-bytes must be positive ints")
     try:
