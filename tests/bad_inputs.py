@@ -1375,6 +1375,25 @@ def _(tmp):
     load_book(tmp)
 
 
+@case("load_book(root)", "a chapter listed by a path that leaves the book", Exception, "book.yml", "chapter 1",
+      "'../x.ipynb'", "inside the book")
+def _(tmp):
+    from transformer_lib.book import load_book
+
+    (tmp / "book.yml").write_text("title: T\npackage: p\nchapters:\n  - {file: ../x.ipynb, title: X, module: x}\n")
+    load_book(tmp)
+
+
+@case("load_book(root)", "a repository that is not GitHub's owner/name", Exception, "book.yml", "repository",
+      "owner/name")
+def _(tmp):
+    from transformer_lib.book import load_book
+
+    (tmp / "book.yml").write_text("title: T\npackage: p\nrepository: 'o/r\" onclick=\"x'\nchapters:\n"
+                                  "  - {file: notebooks/x.ipynb, title: X, module: x}\n")
+    load_book(tmp)
+
+
 def subword_vocab() -> X.Vocab:
     return X.Vocab([*X.Vocab.SPECIALS, "▁ein", "▁hund", "▁a", "▁dog", ".", "▁rennt", "▁runs"])
 
@@ -1508,6 +1527,24 @@ def _(tmp):
                              "offline corpus")
     X.train_translation(replace(X.RECIPES["smoke"], accum_steps=1000), tmp / "run", data=data, progress=False,
                         log=lambda *_: None)
+
+
+@case("seed_summary(values)", "a NaN among the seeds' values", ValueError, "value 1", "nan", "not a finite number")
+def _(tmp):
+    from transformer_lib.comparisons import seed_summary
+    seed_summary([30.0, float("nan"), 31.0])
+
+
+@case("check_distinct_seeds(seeds)", "seed 0 three times", ValueError, "seed 0 is given 3 times", "distinct")
+def _(tmp):
+    from transformer_lib.comparisons import check_distinct_seeds
+    check_distinct_seeds([0, 0, 0])
+
+
+@case("verdict(number, answer)", "the number in a list", TypeError, "number", "as a string", "list")
+def _(tmp):
+    from transformer_lib.exercises import verdict
+    verdict(["2.1"], None)
 
 
 # ---------------------------------------------------------------------------------------------- the table
