@@ -22,7 +22,6 @@ __all__ = [
 
 # %% notebooks/10_gpt.ipynb cell 2
 import math
-import re
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass
@@ -33,8 +32,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from transformer_lib.checks.core import check_int, check_ints
-from transformer_lib.checks.gpt import (check_cache_batch, check_generate, check_gpt2_config, check_gpt_config,
-                                        check_gpt_options, check_gpt_tokens, check_logits, check_sampling, hf_source)
+from transformer_lib.checks.gpt import (check_all_read, check_cache_batch, check_generate, check_gpt2_saved_masks,
+                                        check_gpt2_source, check_gpt_config, check_gpt_options, check_gpt_tokens,
+                                        check_logits, check_sampling, check_scores, check_shapes, hf_source)
 from transformer_lib.attention import scaled_dot_product_attention, subsequent_mask
 from transformer_lib.blocks import EncoderLayer, LayerNorm, PositionwiseFeedForward
 from transformer_lib.data import (BPE, SubwordTokenizer, Tokenizer, Vocab, bucket_batches, load_translation_data,
@@ -260,7 +260,7 @@ def filter_logits(logits: torch.Tensor, temperature: float = 1.0, top_k: int | N
     limit of a tiny temperature the most probable token alone, as greedy."""
     check_logits(logits)
     check_sampling(temperature, top_k, top_p)
-    _check_scores(logits)
+    check_scores(logits)
     scaled = logits / temperature
     if not torch.equal(scaled.isfinite(), logits.isfinite()):  # past the dtype's largest number: inf, then NaN
         scaled = (logits - logits.amax(-1, keepdim=True)) / temperature  # all <= 0: overflows to -inf only
@@ -274,14 +274,6 @@ def filter_logits(logits: torch.Tensor, temperature: float = 1.0, top_k: int | N
         outside = probs.cumsum(-1) - probs >= top_p  # the tokens before this one already reach top_p
         logits = logits.scatter(-1, order, sorted_logits.masked_fill(outside, float("-inf")))
     return logits
-
-
-def _check_scores(logits: torch.Tensor) -> None:
-    """Logits a token can be drawn from: no NaN or +inf, and not every token -inf, in any row."""
-    bad = logits.isnan().any(-1) | logits.isposinf().any(-1) | logits.isneginf().all(-1)  # (B,)
-    if bool(bad.any()):
-        raise ValueError(f"logits: row {bad.nonzero()[0].item()} holds NaN or +inf, or is all -inf: nothing to draw "
-                         "a token from; the model's outputs are broken (a diverged run, or a half-precision overflow)")
 
 
 @torch.no_grad()
@@ -303,7 +295,7 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int, temperature:
         done = torch.zeros(prompt.size(0), dtype=torch.bool, device=prompt.device)
         logits = cache(prompt)  # (B, V): the prefill
         for step in range(max_new_tokens):
-            _check_scores(logits)
+            check_scores(logits)
             if greedy:
                 token = logits.argmax(-1, keepdim=True)  # (B, 1)
             else:  # drawn in float32 at least: a half-precision model's logits too
@@ -328,9 +320,7 @@ def from_gpt2(source, config=None) -> GPT:
     a source it would not read whole: a tensor it does not read, other layers than the config's, another shape."""
     state, get = hf_source(source, config, "GPT2LMHeadModel")
     prefix = "transformer." if "transformer.wte.weight" in state else ""
-    if isinstance(get("n_layer"), int):  # before check_gpt2_config, which names the first missing tensor only
-        _check_layers(state, rf"{re.escape(prefix)}h\.(\d+)\.", get("n_layer"), "n_layer")
-    check_gpt2_config(get, state, prefix)
+    check_gpt2_source(get, state, prefix)  # the layers n_layer counts, GPT-2's options, every tensor named
     d = get("n_embd")
     model = GPT(GPTConfig(get("vocab_size"), get("n_layer"), d, get("n_head"), get("n_inner") or 4 * d,
                           get("resid_pdrop", 0.1), get("n_positions"), positions="learned", activation="gelu_tanh",
@@ -358,47 +348,8 @@ def from_gpt2(source, config=None) -> GPT:
         for theirs, mine in (("ln_1", "sublayers.0.norm"), ("ln_2", "sublayers.1.norm")):
             for p in ("weight", "bias"):
                 take(o + mine + "." + p, h + theirs + "." + p)
-    masks = [n for n in state if re.fullmatch(rf"{re.escape(prefix)}h\.\d+\.attn\.(masked_)?bias", n)]
-    for n in masks:  # older transformers saved the causal mask (and the score given to masked positions)
-        t = state[n]
-        tril = torch.ones(t.shape[-2:], dtype=torch.bool, device=t.device).tril() if t.dim() >= 2 else None
-        if n.endswith(".attn.bias") and (tril is None or not torch.equal(t.bool(), tril.expand(t.shape))):
-            raise ValueError(f"source: {n!r} is not the causal mask GPT-2 saved under that name (ones on and below "
-                             "the diagonal); GPT's mask is causal")
-    _check_all_read(state, {*origin.values(), "lm_head.weight", *masks}, "from_gpt2")
-    _check_shapes(model, ours, origin)
+    masks = check_gpt2_saved_masks(state, prefix)  # older transformers saved the causal mask: read, and dropped
+    check_all_read(state, {*origin.values(), "lm_head.weight", *masks}, "from_gpt2")
+    check_shapes(model, ours, origin)
     model.load_state_dict({k: v.detach().clone() for k, v in ours.items()})
     return model.eval()
-
-
-def _listed(items: list, n: int = 4) -> str:
-    return ", ".join(map(str, items[:n])) + (f", ... ({len(items)} in all)" if len(items) > n else "")
-
-
-def _check_layers(state: dict, pattern: str, n_layers: int, field: str) -> None:
-    """A converter's source holds exactly the layers its config counts: more would be dropped, fewer are missing."""
-    held = sorted({int(m.group(1)) for name in state if (m := re.match(pattern, name))})
-    if held and held != list(range(n_layers)):
-        extra, missing = [i for i in held if i >= n_layers], [i for i in range(n_layers) if i not in held]
-        layers = lambda found: f"layer{'s' * (len(found) > 1)} {_listed(found)}"
-        what = "; ".join([f"{layers(extra)} would be dropped"] * bool(extra)
-                         + [f"{layers(missing)} missing"] * bool(missing))
-        raise ValueError(f"source holds {len(held)} layers but config {field}={n_layers}: {what}; pass the config "
-                         "these weights were saved with")
-
-
-def _check_all_read(state: dict, read: set, converter: str) -> None:
-    """A converter refuses a source it would not read whole, naming what it would leave out."""
-    unread = [name for name in state if name not in read]
-    if unread:
-        raise ValueError(f"source: {converter} does not read {_listed([repr(n) for n in unread])}, which would be "
-                         "dropped; pass the model's own state dict with its own config")
-
-
-def _check_shapes(model: nn.Module, ours: dict, origin: dict) -> None:
-    """Every converted tensor has the shape the config gives its parameter; the source's name when not."""
-    shapes = {name: tensor.shape for name, tensor in model.state_dict().items()}
-    for name, tensor in ours.items():
-        if tensor.shape != shapes[name]:
-            raise ValueError(f"source: {origin[name]!r} gives {name} the shape {tuple(tensor.shape)} where the "
-                             f"config's sizes make it {tuple(shapes[name])}; pass the config the weights came with")

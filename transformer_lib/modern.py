@@ -29,13 +29,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from transformer_lib.checks.core import (check_instance, check_int, check_ints, check_last_dim, check_probability,
-                                         check_token_batch, check_vectors)
-from transformer_lib.checks.gpt import check_gpt_tokens, hf_source
-from transformer_lib.checks.modern import (check_block_config, check_gqa, check_head_rows, check_llama_config, check_rope,
+                                         check_vectors)
+from transformer_lib.checks.gpt import check_all_read, check_shapes, hf_source
+from transformer_lib.checks.modern import (check_block_config, check_gqa, check_head_rows, check_llama_source,
+                                           check_llama_tensors, check_modern_tokens, check_past, check_rope,
                                            check_rope_input)
 from transformer_lib.blocks import LayerNorm
 from transformer_lib.embeddings import TokenEmbedding, sinusoidal_table
-from transformer_lib.gpt import GPT, _check_all_read, _check_layers, _check_shapes
+from transformer_lib.gpt import GPT
 
 
 # %% notebooks/11_modern.ipynb cell 5
@@ -113,9 +114,6 @@ def apply_rope(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
         output: (B, h, T, d_k).
     """
     check_rope_input(x, angles)
-    if angles.dtype in (torch.float16, torch.bfloat16):
-        raise ValueError(f"angles are {angles.dtype}, which rounds the angle of a late position by radians; keep "
-                         "them float32 or float64 (rope_angles gives float64)")
     work = torch.promote_types(x.dtype, torch.float32)
     cos, sin = angles.cos().to(work), angles.sin().to(work)  # (T, d_k / 2)
     even, odd = x[..., 0::2].to(work), x[..., 1::2].to(work)  # (B, h, T, d_k / 2)
@@ -170,11 +168,7 @@ class Attention(nn.Module):
 
     def forward(self, x: torch.Tensor, angles: torch.Tensor | None = None, past=None):
         check_vectors("x", x, self.w_q.in_features)
-        if past is not None and not (isinstance(past[0], torch.Tensor) and past[0].dim() == 4 and
-                                     past[0].shape[:2] + past[0].shape[3:] == (x.size(0), self.n_kv_heads, self.d_k)):
-            raise ValueError(f"past must hold keys of shape (B={x.size(0)}, n_kv_heads={self.n_kv_heads}, t, "
-                             f"d_k={self.d_k}), got {tuple(getattr(past[0], 'shape', ()))}: another batch or another "
-                             "layer's; start without past")
+        check_past(past, x, self.n_kv_heads, self.d_k)
         t = 0 if past is None else past[0].size(2)  # tokens already in the cache
         q = self.heads(self.w_q(x), self.n_heads)  # (B, h, T, d_k)
         k, v = self.heads(self.w_k(x), self.n_kv_heads), self.heads(self.w_v(x), self.n_kv_heads)  # (B, g, T, d_k)
@@ -285,9 +279,7 @@ class ModernGPT(nn.Module):
         return lambda tokens: self(tokens, cache)[:, -1]
 
     def forward(self, tokens: torch.Tensor, cache: list | None = None) -> torch.Tensor:
-        check_token_batch("tokens", tokens)
-        t = 0 if cache is None else _cached_tokens(cache, self.layers, tokens.size(0))  # tokens already read
-        check_gpt_tokens(tokens, self.config, already=t)
+        t = check_modern_tokens(tokens, cache, self.layers, self.config)  # tokens already read
         x = self.embed(tokens) if self.config.scale_embeddings else self.embed.embedding(tokens)  # (B, T, d_model)
         if self.config.positions == "sinusoidal":
             x = x + self.pe[t : t + tokens.size(1)]
@@ -297,32 +289,6 @@ class ModernGPT(nn.Module):
             if cache is not None:
                 cache[i] = kv
         return self.lm_head(self.norm(x))  # (B, T, vocab_size)
-
-
-def _cached_tokens(cache, layers, batch: int) -> int:
-    """How many tokens a ModernGPT's cache holds: a list with one entry per layer, all None (nothing read yet) or all
-    (keys, values) of shape (batch, n_kv_heads, t, d_k) with the same t."""
-    if not isinstance(cache, list):
-        raise TypeError(f"cache must be a list, [None] * {len(layers)} at first, got {type(cache).__name__}")
-    if len(cache) != len(layers):
-        raise ValueError(f"cache has {len(cache)} entries but the model {len(layers)} layers; start from "
-                         f"[None] * {len(layers)}")
-    if all(kv is None for kv in cache):
-        return 0
-    first = cache[0][0] if isinstance(cache[0], tuple) and isinstance(cache[0][0], torch.Tensor) else None
-    first = first if first is not None and first.dim() == 4 else None  # keys (B, n_kv_heads, t, d_k)
-    if first is not None and first.size(0) != batch:
-        raise ValueError(f"cache holds {first.size(0)} sequences but tokens has {batch} rows; feed the same rows as "
-                         "the first call, or start a new cache")
-    for i, (kv, layer) in enumerate(zip(cache, layers)):
-        want = (batch, layer.attn.n_kv_heads, -1 if first is None else first.size(2), layer.attn.d_k)
-        if not (isinstance(kv, tuple) and len(kv) == 2 and all(isinstance(x, torch.Tensor) and x.shape == want
-                                                                for x in kv)):
-            got = [tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__ for x in kv] if isinstance(
-                kv, tuple) else type(kv).__name__
-            raise ValueError(f"cache[{i}] must be (keys, values) of shape {want}, as this model's cache[0], got {got}; "
-                             "start a new cache")
-    return first.size(2)
 
 
 def from_gpt(gpt) -> ModernGPT:
@@ -381,20 +347,11 @@ def from_llama(source, config=None) -> ModernGPT:
     config object or its to_dict()); in eval mode. Needs no transformers itself: it reads tensors and fields. Refuses
     a source it would not read whole (as from_gpt2), and a head other than the config's tie_word_embeddings says."""
     state, get = hf_source(source, config, "LlamaForCausalLM")
-    if isinstance(get("num_hidden_layers"), int):
-        _check_layers(state, r"model\.layers\.(\d+)\.", get("num_hidden_layers"), "num_hidden_layers")
-    check_llama_config(get, state)
+    check_llama_source(get, state)  # its layers, a Llama ModernGPT computes, a head as tie_word_embeddings says
     h = get("num_attention_heads")
     g = get("num_key_value_heads", h)
     rope = get("rope_parameters") or {}
-    tied, head = bool(get("tie_word_embeddings", False)), state.get("lm_head.weight")
-    if tied and head is not None and not torch.equal(head, state["model.embed_tokens.weight"]):
-        raise ValueError("source: lm_head.weight differs from model.embed_tokens.weight, but config "
-                         "tie_word_embeddings=True would use the embedding for both; pass the config these weights "
-                         "were saved with (tie_word_embeddings=False)")
-    if not tied and head is None:
-        raise KeyError("source: no lm_head.weight, but config tie_word_embeddings=False says the head has its own "
-                       "table; pass tie_word_embeddings=True if it shares the embedding's")
+    tied = bool(get("tie_word_embeddings", False))
     model = ModernGPT(BlockConfig(
         vocab_size=get("vocab_size"), n_layers=get("num_hidden_layers"), d_model=get("hidden_size"), n_heads=h,
         d_ff=get("intermediate_size"), dropout=get("attention_dropout", 0.0), context=get("max_position_embeddings"),
@@ -409,19 +366,12 @@ def from_llama(source, config=None) -> ModernGPT:
     for i in range(model.config.n_layers):
         for theirs, mine in names.items():
             origin[f"layers.{i}.{mine}.weight"] = f"model.layers.{i}.{theirs}.weight"
-    for key in origin.values():
-        if key not in state:
-            raise KeyError(f"source: no tensor {key!r}; is it a LlamaForCausalLM's state dict?")
     c = model.config
     frequencies = rope_angles(2, c.d_model // c.n_heads, c.rope_base)[1]  # (d_k / 2,): position 1's angles
-    rotary = [n for n in state if n.endswith(("rotary_emb.inv_freq", "rotary_emb.original_inv_freq"))]
-    for n in rotary:  # older transformers saved RoPE's frequencies: they must be the config's
-        if state[n].shape != frequencies.shape or not torch.allclose(state[n].cpu().double(), frequencies, rtol=1e-5):
-            raise ValueError(f"source: {n!r} are not the RoPE frequencies of the config's rope_theta={c.rope_base} "
-                             f"and head size {c.d_model // c.n_heads}")
-    _check_all_read(state, {*origin.values(), "lm_head.weight", *rotary}, "from_llama")
+    rotary = check_llama_tensors(state, origin, frequencies, c)  # saved frequencies: read, and dropped
+    check_all_read(state, {*origin.values(), "lm_head.weight", *rotary}, "from_llama")
     ours = {mine: state[theirs] for mine, theirs in origin.items()}
-    _check_shapes(model, ours, origin)
+    check_shapes(model, ours, origin)
     for i in range(c.n_layers):  # the half-split layout, reordered into pairs
         ours[f"layers.{i}.attn.w_q.weight"] = pairs_from_halves(ours[f"layers.{i}.attn.w_q.weight"], h)
         ours[f"layers.{i}.attn.w_k.weight"] = pairs_from_halves(ours[f"layers.{i}.attn.w_k.weight"], g)

@@ -1,16 +1,21 @@
 # Hand-written tool module (not generated from a notebook).
 """Input checks: chapter 10's classes and functions (transformer_lib.gpt).
 
-GPTConfig, token batches against the context, sampling's options and generate's inputs.
+GPTConfig, token batches against the context, sampling's options and generate's inputs, and what a converter
+(from_gpt2 here, chapter 11's from_llama) checks of its source: the layers its config counts, every tensor read, every
+shape the config's.
 """
 from __future__ import annotations
+
+import re
 
 from transformer_lib.checks.core import (check_int, check_ints, check_number, check_positive, check_token_batch,
                                          check_token_ids)
 from transformer_lib.checks.attention import check_heads
 
 __all__ = ["check_gpt_config", "check_gpt_options", "check_norm_options", "check_gpt_tokens", "check_sampling",
-           "check_generate", "check_logits", "check_cache_batch", "hf_source", "check_gpt2_config"]
+           "check_generate", "check_logits", "check_scores", "check_cache_batch", "hf_source", "check_gpt2_config",
+           "check_gpt2_source", "check_source_layers", "check_gpt2_saved_masks", "check_all_read", "check_shapes"]
 
 
 def check_gpt_config(config) -> None:
@@ -90,6 +95,62 @@ def check_gpt2_config(get, state, prefix: str) -> None:
           "GPT2LMHeadModel")
 
 
+def _listed(items: list, n: int = 4) -> str:
+    return ", ".join(map(str, items[:n])) + (f", ... ({len(items)} in all)" if len(items) > n else "")
+
+
+def check_source_layers(state: dict, pattern: str, n_layers: int, field: str) -> None:
+    """A converter's source holds exactly the layers its config counts: more would be dropped, fewer are missing."""
+    held = sorted({int(m.group(1)) for name in state if (m := re.match(pattern, name))})
+    if held and held != list(range(n_layers)):
+        extra, missing = [i for i in held if i >= n_layers], [i for i in range(n_layers) if i not in held]
+        layers = lambda found: f"layer{'s' * (len(found) > 1)} {_listed(found)}"
+        what = "; ".join([f"{layers(extra)} would be dropped"] * bool(extra)
+                         + [f"{layers(missing)} missing"] * bool(missing))
+        raise ValueError(f"source holds {len(held)} layers but config {field}={n_layers}: {what}; pass the config "
+                         "these weights were saved with")
+
+
+def check_gpt2_source(get, state, prefix: str) -> None:
+    """from_gpt2's source before anything is built: the layers n_layer counts (first: check_gpt2_config names the
+    first missing tensor only), then check_gpt2_config."""
+    if isinstance(get("n_layer"), int):
+        check_source_layers(state, rf"{re.escape(prefix)}h\.(\d+)\.", get("n_layer"), "n_layer")
+    check_gpt2_config(get, state, prefix)
+
+
+def check_gpt2_saved_masks(state, prefix: str) -> list:
+    """The names of the causal masks (and the scores given to masked positions) that older transformers saved in a
+    GPT-2's state dict, which from_gpt2 reads and drops; each .attn.bias must be the causal mask."""
+    import torch
+
+    masks = [n for n in state if re.fullmatch(rf"{re.escape(prefix)}h\.\d+\.attn\.(masked_)?bias", n)]
+    for n in masks:
+        t = state[n]
+        tril = torch.ones(t.shape[-2:], dtype=torch.bool, device=t.device).tril() if t.dim() >= 2 else None
+        if n.endswith(".attn.bias") and (tril is None or not torch.equal(t.bool(), tril.expand(t.shape))):
+            raise ValueError(f"source: {n!r} is not the causal mask GPT-2 saved under that name (ones on and below "
+                             "the diagonal); GPT's mask is causal")
+    return masks
+
+
+def check_all_read(state: dict, read: set, converter: str) -> None:
+    """A converter refuses a source it would not read whole, naming what it would leave out."""
+    unread = [name for name in state if name not in read]
+    if unread:
+        raise ValueError(f"source: {converter} does not read {_listed([repr(n) for n in unread])}, which would be "
+                         "dropped; pass the model's own state dict with its own config")
+
+
+def check_shapes(model, ours: dict, origin: dict) -> None:
+    """Every converted tensor has the shape the config gives its parameter; the source's name when not."""
+    shapes = {name: tensor.shape for name, tensor in model.state_dict().items()}
+    for name, tensor in ours.items():
+        if tensor.shape != shapes[name]:
+            raise ValueError(f"source: {origin[name]!r} gives {name} the shape {tuple(tensor.shape)} where the "
+                             f"config's sizes make it {tuple(shapes[name])}; pass the config the weights came with")
+
+
 def check_gpt_tokens(tokens, config, already: int = 0) -> None:
     """A decoder-only model's input: (B, T) ids in its vocabulary, and no more positions than its context."""
     check_token_batch("tokens", tokens)
@@ -122,6 +183,14 @@ def check_logits(logits) -> None:
         got = f"shape {tuple(logits.shape)}, {logits.dtype}" if isinstance(logits, torch.Tensor) else type(logits).__name__
         raise ValueError(f"logits must be a float tensor (B, V), one row of scores per sequence (e.g. model(tokens)"
                          f"[:, -1]), got {got}")
+
+
+def check_scores(logits) -> None:
+    """Logits a token can be drawn from: no NaN or +inf, and not every token -inf, in any row."""
+    bad = logits.isnan().any(-1) | logits.isposinf().any(-1) | logits.isneginf().all(-1)  # (B,)
+    if bool(bad.any()):
+        raise ValueError(f"logits: row {bad.nonzero()[0].item()} holds NaN or +inf, or is all -inf: nothing to draw "
+                         "a token from; the model's outputs are broken (a diverged run, or a half-precision overflow)")
 
 
 def check_cache_batch(tokens, batch: int | None) -> None:

@@ -1,17 +1,20 @@
 # Hand-written tool module (not generated from a notebook).
 """Input checks: chapter 11's classes and functions (transformer_lib.modern).
 
-RoPE's tables and inputs, grouped-query attention's head counts and BlockConfig.
+RoPE's tables and inputs, grouped-query attention's head counts, its past keys and values, BlockConfig, ModernGPT's
+tokens and cache, and from_llama's source: its config, its head, the tensors it names and RoPE frequencies it saved.
 """
 from __future__ import annotations
 
 import torch
 
-from transformer_lib.checks.core import _shape, check_int, check_ints, check_number
+from transformer_lib.checks.core import _shape, check_int, check_ints, check_number, check_token_batch
 from transformer_lib.checks.attention import check_heads
-from transformer_lib.checks.gpt import _need, check_gpt_config, check_norm_options
+from transformer_lib.checks.gpt import (_need, check_gpt_config, check_gpt_tokens, check_norm_options,
+                                        check_source_layers)
 
-__all__ = ["check_rope", "check_rope_input", "check_head_rows", "check_gqa", "check_block_config", "check_llama_config"]
+__all__ = ["check_rope", "check_rope_input", "check_head_rows", "check_gqa", "check_past", "check_block_config",
+           "check_modern_tokens", "check_llama_config", "check_llama_source", "check_llama_tensors"]
 
 
 def check_rope(context, d_k, base=10000.0) -> None:
@@ -26,7 +29,7 @@ def check_rope(context, d_k, base=10000.0) -> None:
 
 
 def check_rope_input(x, angles) -> None:
-    """apply_rope's inputs: x (B, h, T, d_k) and angles (T, d_k / 2), one row per position of x."""
+    """apply_rope's inputs: x (B, h, T, d_k) and angles (T, d_k / 2), one row per position of x, float32 or float64."""
     if not isinstance(x, torch.Tensor) or x.dim() != 4:
         raise ValueError(f"x must be (batch, heads, positions, d_k), heads already split; got {_shape(x)}")
     if not isinstance(angles, torch.Tensor) or angles.dim() != 2 or angles.size(1) * 2 != x.size(-1):
@@ -35,6 +38,9 @@ def check_rope_input(x, angles) -> None:
     if angles.size(0) != x.size(2):
         raise ValueError(f"angles has {angles.size(0)} positions and x {x.size(2)}: a sequence past the RoPE table "
                          "(rope_angles(context, ...)) or the wrong rows of it")
+    if angles.dtype in (torch.float16, torch.bfloat16):
+        raise ValueError(f"angles are {angles.dtype}, which rounds the angle of a late position by radians; keep "
+                         "them float32 or float64 (rope_angles gives float64)")
 
 
 def check_head_rows(weight, n_heads) -> None:
@@ -56,6 +62,15 @@ def check_gqa(d_model, n_heads, n_kv_heads, dropout) -> None:
     if n_heads % n_kv_heads:
         raise ValueError(f"n_heads={n_heads} is not divisible by n_kv_heads={n_kv_heads}; each key/value head "
                          "serves n_heads // n_kv_heads query heads")
+
+
+def check_past(past, x, n_kv_heads: int, d_k: int) -> None:
+    """Attention's past: keys (B, n_kv_heads, t, d_k) of the same batch as x, this layer's."""
+    if past is not None and not (isinstance(past[0], torch.Tensor) and past[0].dim() == 4 and
+                                 past[0].shape[:2] + past[0].shape[3:] == (x.size(0), n_kv_heads, d_k)):
+        raise ValueError(f"past must hold keys of shape (B={x.size(0)}, n_kv_heads={n_kv_heads}, t, "
+                         f"d_k={d_k}), got {tuple(getattr(past[0], 'shape', ()))}: another batch or another "
+                         "layer's; start without past")
 
 
 def check_block_config(config) -> None:
@@ -100,3 +115,69 @@ def check_llama_config(get, state) -> None:
     if get("pretraining_tp", 1) != 1:
         raise ValueError("config: pretraining_tp != 1 splits the projections; load a model saved with 1")
     _need(state, ["model.embed_tokens.weight", "model.norm.weight"], "LlamaForCausalLM")
+
+
+def check_llama_source(get, state) -> None:
+    """from_llama's source before anything is built: the layers num_hidden_layers counts, check_llama_config, and a
+    head as the config's tie_word_embeddings says (tied: the embedding's, or none; untied: its own lm_head.weight)."""
+    if isinstance(get("num_hidden_layers"), int):
+        check_source_layers(state, r"model\.layers\.(\d+)\.", get("num_hidden_layers"), "num_hidden_layers")
+    check_llama_config(get, state)
+    tied, head = bool(get("tie_word_embeddings", False)), state.get("lm_head.weight")
+    if tied and head is not None and not torch.equal(head, state["model.embed_tokens.weight"]):
+        raise ValueError("source: lm_head.weight differs from model.embed_tokens.weight, but config "
+                         "tie_word_embeddings=True would use the embedding for both; pass the config these weights "
+                         "were saved with (tie_word_embeddings=False)")
+    if not tied and head is None:
+        raise KeyError("source: no lm_head.weight, but config tie_word_embeddings=False says the head has its own "
+                       "table; pass tie_word_embeddings=True if it shares the embedding's")
+
+
+def check_llama_tensors(state, origin: dict, frequencies, config) -> list:
+    """Every tensor from_llama maps (origin: ours -> theirs) is in the source, and the RoPE frequencies older
+    transformers saved (rotary_emb.inv_freq) are the config's: `frequencies`, position 1's angles. Returns their
+    names, which from_llama reads and drops."""
+    for key in origin.values():
+        if key not in state:
+            raise KeyError(f"source: no tensor {key!r}; is it a LlamaForCausalLM's state dict?")
+    rotary = [n for n in state if n.endswith(("rotary_emb.inv_freq", "rotary_emb.original_inv_freq"))]
+    for n in rotary:
+        if state[n].shape != frequencies.shape or not torch.allclose(state[n].cpu().double(), frequencies, rtol=1e-5):
+            raise ValueError(f"source: {n!r} are not the RoPE frequencies of the config's "
+                             f"rope_theta={config.rope_base} and head size {config.d_model // config.n_heads}")
+    return rotary
+
+
+def check_modern_tokens(tokens, cache, layers, config) -> int:
+    """ModernGPT's input: (B, T) token ids, and a cache (None, or one entry per layer) whose tokens and these fit in
+    the context. Returns how many tokens the cache already holds."""
+    check_token_batch("tokens", tokens)
+    t = 0 if cache is None else _cached_tokens(cache, layers, tokens.size(0))
+    check_gpt_tokens(tokens, config, already=t)
+    return t
+
+
+def _cached_tokens(cache, layers, batch: int) -> int:
+    """How many tokens a ModernGPT's cache holds: a list with one entry per layer, all None (nothing read yet) or all
+    (keys, values) of shape (batch, n_kv_heads, t, d_k) with the same t."""
+    if not isinstance(cache, list):
+        raise TypeError(f"cache must be a list, [None] * {len(layers)} at first, got {type(cache).__name__}")
+    if len(cache) != len(layers):
+        raise ValueError(f"cache has {len(cache)} entries but the model {len(layers)} layers; start from "
+                         f"[None] * {len(layers)}")
+    if all(kv is None for kv in cache):
+        return 0
+    first = cache[0][0] if isinstance(cache[0], tuple) and isinstance(cache[0][0], torch.Tensor) else None
+    first = first if first is not None and first.dim() == 4 else None  # keys (B, n_kv_heads, t, d_k)
+    if first is not None and first.size(0) != batch:
+        raise ValueError(f"cache holds {first.size(0)} sequences but tokens has {batch} rows; feed the same rows as "
+                         "the first call, or start a new cache")
+    for i, (kv, layer) in enumerate(zip(cache, layers)):
+        want = (batch, layer.attn.n_kv_heads, -1 if first is None else first.size(2), layer.attn.d_k)
+        if not (isinstance(kv, tuple) and len(kv) == 2 and all(isinstance(x, torch.Tensor) and x.shape == want
+                                                                for x in kv)):
+            got = [tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__ for x in kv] if isinstance(
+                kv, tuple) else type(kv).__name__
+            raise ValueError(f"cache[{i}] must be (keys, values) of shape {want}, as this model's cache[0], got {got}; "
+                             "start a new cache")
+    return first.size(2)
