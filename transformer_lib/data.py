@@ -104,8 +104,6 @@ class Vocab(JsonFile):
     UNK, PAD, BOS, EOS = SPECIALS = ("<unk>", "<pad>", "<s>", "</s>")
 
     def __init__(self, tokens: list[str]):
-        if isinstance(tokens, str) or not all(isinstance(t, str) for t in tokens):  # a file's [5, null] included
-            raise TypeError(f"tokens must be a list of strings, got {str(tokens)[:60]!r}")
         check_vocab_tokens(tokens, self.SPECIALS)
         self.itos, self.stoi = list(tokens), {t: i for i, t in enumerate(tokens)}
         self.unk_idx, self.pad_idx, self.bos_idx, self.eos_idx = range(4)

@@ -221,17 +221,6 @@ ATTENTION_AXES = {  # kind -> (rows: the queries, columns: the keys)
 }
 
 
-def _check_ids(**given) -> None:
-    """attention_maps' sentence pair: lists of token ids (ints), not tensors or text; TypeError naming the argument."""
-    for name, ids in given.items():
-        if isinstance(ids, torch.Tensor):
-            raise TypeError(f"{name} must be a list of token ids, got a tensor; pass {name}.tolist()")
-        if isinstance(ids, str) or not isinstance(ids, (list, tuple)) or not all(
-                isinstance(i, int) and not isinstance(i, bool) for i in ids):
-            raise TypeError(f"{name} must be a list of token ids (ints), e.g. src_vocab.encode(src_tok(sentence)); "
-                            f"got {type(ids).__name__} {str(ids)[:40]!r}")
-
-
 @torch.no_grad()
 def attention_maps(model, src_ids: list[int], tgt_ids: list[int]) -> dict[str, torch.Tensor]:
     """Attention weights of every layer and head while the model reads one sentence pair.
@@ -241,7 +230,6 @@ def attention_maps(model, src_ids: list[int], tgt_ids: list[int]) -> dict[str, t
     map a row is a query (the position attending) and a column a key (the position attended to), so
     cross-attention has a row per target token and a column per source token.
     """
-    _check_ids(src_ids=src_ids, tgt_ids=tgt_ids)
     check_attention_ids(src_ids, tgt_ids)
     model.eval()
     device = next(model.parameters()).device

@@ -291,6 +291,7 @@ class ModernGPT(nn.Module):
         return self.lm_head(self.norm(x))  # (B, T, vocab_size)
 
 
+# %% notebooks/11_modern.ipynb cell 25
 def from_gpt(gpt) -> ModernGPT:
     """Chapter 10's GPT as a ModernGPT with the 2017 switches, the same weights."""
     check_instance("gpt", gpt, GPT, " (chapter 10's model)")
@@ -310,7 +311,7 @@ def from_gpt(gpt) -> ModernGPT:
     return model
 
 
-# %% notebooks/11_modern.ipynb cell 27
+# %% notebooks/11_modern.ipynb cell 28
 MODERN_SIZES = {  # budget -> the model and training of section 6's variants (benchmarks/modern.py trains them too)
     "smoke": dict(train=2000, merges=500, n_layers=2, d_model=64, n_heads=4, d_ff=192, epochs=1, warmup=40),
     "cpu": dict(train=None, merges=2000, n_layers=2, d_model=128, n_heads=4, d_ff=384, epochs=1, warmup=300),
@@ -332,7 +333,7 @@ def one_change_variants(base: BlockConfig) -> dict[str, BlockConfig]:
                                                 bias=False)}
 
 
-# %% notebooks/11_modern.ipynb cell 29
+# %% notebooks/11_modern.ipynb cell 30
 @torch.no_grad()
 def cache_bytes_per_token(model: ModernGPT, tokens: int = 32) -> float:
     """Bytes the key/value cache holds per token (all layers), measured after feeding `tokens` tokens."""
@@ -341,7 +342,7 @@ def cache_bytes_per_token(model: ModernGPT, tokens: int = 32) -> float:
     return sum(t.numel() * t.element_size() for kv in cache for t in kv) / tokens
 
 
-# %% notebooks/11_modern.ipynb cell 35
+# %% notebooks/11_modern.ipynb cell 36
 def from_llama(source, config=None) -> ModernGPT:
     """A ModernGPT holding the weights of a Hugging Face LlamaForCausalLM, or of its state dict with its config (the
     config object or its to_dict()); in eval mode. Needs no transformers itself: it reads tensors and fields. Refuses

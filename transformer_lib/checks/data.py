@@ -28,7 +28,9 @@ def check_text(text) -> None:
 
 
 def check_vocab_tokens(tokens, specials) -> None:
-    """Vocab's token list: the specials first, no token twice."""
+    """Vocab's token list: strings (a file's [5, null] refused), the specials first, no token twice."""
+    if isinstance(tokens, str) or not all(isinstance(t, str) for t in tokens):
+        raise TypeError(f"tokens must be a list of strings, got {str(tokens)[:60]!r}")
     if list(tokens[:len(specials)]) != list(specials):
         raise ValueError(f"tokens must start with the specials {specials}")
     if len(set(tokens)) != len(tokens):

@@ -6,6 +6,8 @@ the model (check_vocabs imports chapter 6's Vocab where it is used), and attenti
 """
 from __future__ import annotations
 
+import torch
+
 from transformer_lib.checks.core import check_ints
 
 __all__ = [
@@ -58,7 +60,14 @@ def check_source_lengths(ids: list, max_len: int) -> None:
 
 
 def check_attention_ids(src_ids, tgt_ids) -> None:
-    """attention_maps' sentence pair: at least one token id each."""
+    """attention_maps' sentence pair: lists of token ids (ints), not tensors or text, at least one id each."""
+    for name, ids in (("src_ids", src_ids), ("tgt_ids", tgt_ids)):
+        if isinstance(ids, torch.Tensor):
+            raise TypeError(f"{name} must be a list of token ids, got a tensor; pass {name}.tolist()")
+        if isinstance(ids, str) or not isinstance(ids, (list, tuple)) or not all(
+                isinstance(i, int) and not isinstance(i, bool) for i in ids):
+            raise TypeError(f"{name} must be a list of token ids (ints), e.g. src_vocab.encode(src_tok(sentence)); "
+                            f"got {type(ids).__name__} {str(ids)[:40]!r}")
     if not src_ids or not tgt_ids:
         raise ValueError("src_ids and tgt_ids must each hold at least one token id")
 
