@@ -24,6 +24,39 @@ def _positive_seconds(text: str) -> int:
     return value
 
 
+def _prose(book, args) -> int:
+    import nbformat
+
+    from transformer_lib.book.prose import BUDGET, chapter_prose, prose_problems, prose_table, words, write_reading_times
+    from transformer_lib.book.references import _write_atomic
+
+    chosen = select_chapters(book, args.chapters) if args.chapters else list(book.chapters)
+    nbs = [nbformat.read(book.root / c.file, as_version=4) for c in chosen]
+    chapters = [chapter_prose(nb, f"{i + 1 if not args.chapters else c.file.rsplit('/', 1)[-1][:2].lstrip('0')}. {c.title}")
+                for i, (c, nb) in enumerate(zip(chosen, nbs))]
+    if args.write:
+        for i in write_reading_times(chapters, nbs):
+            _write_atomic(book.root / chosen[i].file, nbformat.writes(nbs[i]) + "\n")
+            print(f"wrote the reading time of {chosen[i].file}")
+    print(prose_table(chapters))
+    if args.long:
+        for c in chapters:
+            for layer in ("main", "deeper", "exercise"):
+                for s in getattr(c, layer):
+                    if len(words(s)) > BUDGET["long_words"]:
+                        print(f"\n{c.name} ({layer}, {len(words(s))} words): {s}")
+    if args.check:
+        problems = prose_problems(chapters, nbs)
+        if args.chapters:  # the book's budgets need every chapter; a selection checks its chapters alone
+            problems = [p for p in problems if not p.startswith(("the book", f"{0:.0%}"))
+                        and "of the book's sentences" not in p]
+        if problems:
+            print("\n".join(problems), file=sys.stderr)
+            return 1
+        print("prose: every chapter within its budget, every reading time current")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m transformer_lib.book", description="The book's exporter and runner, driven by book.yml.")
     parser.add_argument("--root", type=Path, default=None, help="the book's folder (default: nearest with book.yml)")
@@ -48,6 +81,12 @@ def main(argv: list[str] | None = None) -> int:
                                "compares them with where Multi30k cannot be had)")
     offline_p.add_argument("chapters", nargs="*", help="only these chapters (default: every chapter with such a cell)")
     offline_p.add_argument("--timeout", type=_positive_seconds, default=600, help="seconds a cell may run (default 600)")
+    prose_p = sub.add_parser("prose", help="count each chapter's words and sentences by layer (main path, deeper, "
+                             "exercises) and check them against the reading budgets")
+    prose_p.add_argument("--write", action="store_true", help="render each chapter's reading time into its first cell")
+    prose_p.add_argument("--check", action="store_true", help="exit 1 when a budget is exceeded or a reading time is stale")
+    prose_p.add_argument("--long", action="store_true", help="list every sentence over 40 words, with its chapter")
+    prose_p.add_argument("chapters", nargs="*", help="only these chapters (default: all; budgets of the book need all)")
     html_p = sub.add_parser("html", help="build the book as a static website from the committed notebooks")
     html_p.add_argument("--out", type=Path, default=None, help="the site's folder (default: site/ in the book)")
     args = parser.parse_args(argv)
@@ -96,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
             files = [c.file for c in select_chapters(book, args.chapters)] if args.chapters else None
             path = record_offline(book, files, args.timeout)
             print(f"offline outputs: {path.relative_to(book.root)} written")
+        elif args.command == "prose":
+            return _prose(book, args)
         elif args.command == "html":
             from transformer_lib.book.site import build_site
 
