@@ -770,3 +770,37 @@ def test_search_over_file_finds_the_chapter_that_teaches_each_query_first(site):
     finally:
         browser.quit()
     assert {q: f[0].split(".")[0] if f else None for q, f in found.items()} == SEARCHES, found
+
+
+def test_a_deeper_section_folds_closed_under_its_heading_and_a_link_into_it_opens_it(tmp_path):
+    """The fold works in a browser: one <details> per deeper section, closed, titled by its `Deeper:` heading, holding
+    its prose, code and subsections and nothing of the main path after it; a link to a heading inside opens it."""
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    deeper = {"tags": ["deeper"]}
+    cells = [md("# Chapter 1: X\n\n## 1. The idea\n\nThe idea, on the main path."),
+             md("### Deeper: proof against PyTorch\n\nThe proof.", metadata=deeper), code("proof = 1", metadata=deeper),
+             md("#### A pitfall inside\n\nThe pitfall.", metadata=deeper), code("pitfall = 2", metadata=deeper),
+             md("Back on the main path."), md("## 2. Next\n\nMore of the path."),
+             md("## Deeper: measurements at length\n\nThe measurements.", metadata=deeper)]
+    book = _small_book(tmp_path, cells, alt="{}\n")
+    build_site(book, tmp_path / "site", log=lambda *_: None)
+    page = tmp_path / "site" / "notebooks" / "01_x.html"
+    browser = _browser()
+    try:
+        browser.get(page.as_uri())
+        folds = browser.execute_script(
+            "return Array.from(document.querySelectorAll('details.tb-deeper')).map(d => [d.open, "
+            "d.querySelector('summary').textContent.trim(), d.textContent])")
+        assert [(o, s.rstrip('#').strip()) for o, s, _ in folds] == [
+            (False, "Deeper: proof against PyTorch"), (False, "Deeper: measurements at length")]
+        first = folds[0][2]
+        assert "The proof." in first and "proof = 1" in first and "The pitfall." in first and "pitfall = 2" in first
+        assert "Back on the main path." not in first and "More of the path." not in first
+        visible = browser.execute_script("return document.querySelector('article').innerText")
+        assert "Back on the main path." in visible and "The proof." not in visible
+        assert browser.execute_script("return new Set(Array.from(document.querySelectorAll('[id]')).map(e => e.id))"
+                                      ".size === document.querySelectorAll('[id]').length")
+        browser.get(page.as_uri() + "#a-pitfall-inside")
+        assert browser.execute_script("return document.querySelector('details.tb-deeper').open")
+    finally:
+        browser.quit()

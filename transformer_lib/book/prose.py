@@ -46,7 +46,7 @@ _LINK = re.compile(r"\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\((?:[^()\s]|\([^()\s]*\))*(
 _CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.S)
 _MATH = re.compile(r"(?<![\\$])\$(?!\s)(?:\\\$|[^$\n])+?(?<!\s)\$")
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
-_END = re.compile(r"(?<=[.!?])[\"'”’)\]*_]*\s+(?=[\"'“‘(\[*_]*[A-Z0-9])")
+_END = re.compile(r"([.!?][\"'”’)\]*_]*)\s+(?=[\"'“‘(\[*_]*[A-Z0-9])")
 
 
 def _text(source) -> str:
@@ -80,7 +80,7 @@ def blocks(markdown: str) -> list[str]:
             current.append(stripped)
     if current:
         out.append(" ".join(current))
-    return [b for b in out if words(b)]
+    return [" ".join(b.split()) for b in out if words(b)]
 
 
 def words(text: str) -> list[str]:
@@ -95,7 +95,7 @@ def sentences(markdown: str) -> list[str]:
         protected = block
         for i, abbr in enumerate(_ABBREVIATIONS):
             protected = re.sub(rf"(?<![A-Za-z]){re.escape(abbr)}", f"\0{i}\0", protected)
-        for piece in _END.split(protected):
+        for piece in _END.sub("\\1\x01", protected).split("\x01"):
             piece = re.sub(r"\0(\d+)\0", lambda m: _ABBREVIATIONS[int(m.group(1))], piece).strip()
             if words(piece):
                 out.append(piece)

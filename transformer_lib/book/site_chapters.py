@@ -118,8 +118,36 @@ def _chapter(nb, where: str, alt: dict, site: Path, place: _Place, site_pages: s
     if unknown:
         raise SiteError(f"{ALT_TEXT_FILE}: {where} has no cell {', '.join(map(repr, unknown))}; remove its alt text "
                         "or give it the id of the cell that draws the figure")
-    nb.cells = cells
+    nb.cells = _fold_deeper(cells, where)
     return nb, figures
+
+
+DEEPER_HEADING = re.compile(r"^#{2,4} Deeper: \S")
+
+
+def _fold_deeper(cells: list, where: str) -> list:
+    """Mark where each run of `deeper` cells ends, for site.js to fold it closed under its `Deeper:` heading."""
+    out, inside = [], None
+    for cell in cells:
+        deeper = "deeper" in cell.metadata.get("tags", [])
+        if deeper and inside is None:
+            first = cell.source.split("\n", 1)[0]
+            if cell.cell_type != "markdown" or not DEEPER_HEADING.match(first):
+                raise SiteError(f"{where} cell id {cell.get('id')}: a run of cells tagged deeper must open with a "
+                                "Markdown cell whose first line is a heading '## Deeper: what it proves'")
+            inside = cell.get("id")
+        elif not deeper and inside is not None:
+            out.append(_deeper_end(inside))
+            inside = None
+        out.append(cell)
+    if inside is not None:
+        out.append(_deeper_end(inside))
+    return out
+
+
+def _deeper_end(opened_by: str):
+    return nbformat.v4.new_markdown_cell(f'<div class="tb-deeper-end" data-opened-by="{opened_by}"></div>',
+                                         id=f"{opened_by}-end")
 
 
 def _check_output(data: dict, place: _Place, at: str, site_pages: set[str]) -> None:

@@ -15,6 +15,46 @@
     if (window.vegaEmbed) { document.querySelectorAll(".tb-chart").forEach(draw); }
     wireToggles();
     linkPictures();
+    foldDeeper();
+    openTarget();
+    window.addEventListener("hashchange", openTarget);
+  }
+  // A chapter's deeper sections (proofs, measurements, machinery) fold closed under their "Deeper:" heading: everything
+  // from the heading to the marker the builder put after the section's last cell goes into a <details>.
+  function foldDeeper() {
+    document.querySelectorAll(".tb-deeper-end").forEach(function (end) {
+      var heading = null;
+      document.querySelectorAll("article h2, article h3, article h4").forEach(function (h) {
+        var pos = h.compareDocumentPosition(end);
+        if (/^\s*Deeper:/.test(h.textContent) && (pos & Node.DOCUMENT_POSITION_FOLLOWING)) { heading = h; }
+      });
+      if (!heading) { return; }
+      var range = document.createRange();
+      range.setStartAfter(heading);
+      range.setEndBefore(end);
+      var details = document.createElement("details");
+      details.className = "tb-deeper";
+      var summary = document.createElement("summary");
+      heading.parentNode.insertBefore(details, heading);
+      details.appendChild(summary);
+      var body = range.extractContents();
+      summary.appendChild(heading);
+      details.appendChild(body);
+      // a section cut in two keeps its id on the half inside the fold, where its heading went
+      details.querySelectorAll("[id]").forEach(function (inner) {
+        var twin = document.querySelectorAll("[id='" + inner.id.replace(/'/g, "\\'") + "']");
+        Array.prototype.forEach.call(twin, function (other) { if (other !== inner && !details.contains(other)) { other.removeAttribute("id"); } });
+      });
+    });
+  }
+  // a link to something inside a folded section opens the fold
+  function openTarget() {
+    var id = decodeURIComponent(window.location.hash.slice(1));
+    var target = id && document.getElementById(id);
+    for (var node = target; node; node = node.parentElement) {
+      if (node.tagName === "DETAILS") { node.open = true; }
+    }
+    if (target) { target.scrollIntoView(); }
   }
   // The theme wires its menu and contents buttons by the first of each on the page, a header button hidden in this
   // layout: the buttons the reader sees pass their click on to it.
