@@ -15,12 +15,16 @@ import yaml
 
 from transformer_lib import book as bk
 from transformer_lib import claims
+from transformer_lib.book.prose import READING_LINE
+from transformer_lib import records
+from transformer_lib import record_tables
+from transformer_lib import comparisons
 from transformer_lib.runtime import RESULT_KEY, report
 from transformer_lib.translation import RECIPES
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = bk.load_book(ROOT)
-RESULTS = claims.notebook_results(BOOK)
+RESULTS = records.notebook_results(BOOK)
 
 
 def markdown(chapter_number: int) -> str:
@@ -67,17 +71,17 @@ def test_the_committed_results_come_from_the_cpu_budget():
 
 
 def test_every_chapter_is_recorded_within_the_promise_of_book_yml():
-    promise = claims.minutes_promise(BOOK)  # each chapter at most about 10 minutes, and any longer allowance
+    promise = records.minutes_promise(BOOK)  # each chapter at most about 10 minutes, and any longer allowance
     manifest = yaml.safe_load((ROOT / "book.yml").read_text())
     assert manifest["budgets"]["cpu"].endswith(f": {promise}."), promise
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert promise.removesuffix(")") in readme, promise
     assert set(manifest.get("cpu_minutes_by_chapter") or {}) <= {c.file for c in BOOK.chapters}  # no stale file
-    runs = claims.recorded_runs(BOOK)
+    runs = records.recorded_runs(BOOK)
     assert set(runs) == {c.file for c in BOOK.chapters}
     for file, by_budget in runs.items():
         run = by_budget["cpu"]  # every chapter has a cpu record; a full one may sit beside it
-        minutes = claims.chapter_minutes(BOOK, file)
+        minutes = records.chapter_minutes(BOOK, file)
         assert run["seconds"] <= 60 * minutes, f"{file} took {run['seconds'] / 60:.1f} minutes under cpu"
 
 
@@ -99,7 +103,7 @@ def test_chapter_8_prose_matches_its_runs():
     assert "the average of epochs 1 and 2 scores below epoch 2" in text
     assert r["average_tokenized"] < r["last_tokenized"] and r["kept"] == "last" and r["epochs"] == 2
     assert "greedy BLEU climbs" in text and r["bleu_last"] > r["bleu_first"]
-    info = claims.shipped_info(BOOK)
+    info = records.shipped_info(BOOK)
     full = RESULTS["translation.full_run"]  # the line under chapter 8's table, rendered from the shipped file
     assert "the line under the table says what it did in the `full` run" in text
     average = next(name for name in info["scores"] if name.startswith("average"))
@@ -121,8 +125,8 @@ def test_chapter_9_trains_the_speedrun_record_within_ten_minutes_and_says_what_t
     assert here["penalty"] == RECIPES["cpu"].length_penalty
     assert "is reached by\n  the last record" in text and raced["best_test"] >= 40
     # what carries to the long run: chapter 8's comparison of recipes, as chapter 9's notes tell it
-    recorded = json.loads((ROOT / claims.RECIPES_FILE).read_text())
-    runs = {r["name"]: r for r in claims.recipe_runs(recorded)}
+    recorded = json.loads((ROOT / records.RECIPES_FILE).read_text())
+    runs = {r["name"]: r for r in record_tables.recipe_runs(recorded)}
     cooled = [r for r in runs.values() if r.get("changes", {}).get("cooldown")]
     chosen, seeds = runs[recorded["winner"]], {r["name"]: r["val_sacrebleu"] for r in recorded["seeds"]["recipes"]}
     assert {r["changes"].get("max_tokens", recorded["base"]["max_tokens"]) for r in cooled} == {2500, 1500}
@@ -175,24 +179,24 @@ def test_results_are_read_from_output_metadata_and_a_duplicate_is_an_error(tmp_p
     (tmp_path / "book.yml").write_text(yaml.safe_dump({"title": "t", "package": "pkg", "chapters": [
         {"file": "notebooks/01_a.ipynb", "title": "A", "module": "alpha"}]}))
     small = bk.load_book(tmp_path)
-    assert claims.notebook_results(small) == {"alpha.demo": {"steps": 3}}
+    assert records.notebook_results(small) == {"alpha.demo": {"steps": 3}}
     cell.outputs = [output, output]
     nbformat.write(nb, tmp_path / "notebooks" / "01_a.ipynb")
     with pytest.raises(ValueError, match="result 'demo' is reported twice"):
-        claims.notebook_results(small)
+        records.notebook_results(small)
 
 
 def test_record_run_keeps_other_chapters_and_book_order(tmp_path):
     (tmp_path / "docs").mkdir()
     chapters = (bk.Chapter("notebooks/01_a.ipynb", "A", "a"), bk.Chapter("notebooks/02_b.ipynb", "B", "b"))
     small = bk.Book(tmp_path, "t", "pkg", chapters)
-    claims.record_run(small, chapters[1], "cpu", 12.345, "a machine")
-    claims.record_run(small, chapters[0], "smoke", 1.0, "a machine")
+    records.record_run(small, chapters[1], "cpu", 12.345, "a machine")
+    records.record_run(small, chapters[0], "smoke", 1.0, "a machine")
     runs = json.loads((tmp_path / "docs" / "runs.json").read_text())
     assert list(runs) == ["notebooks/01_a.ipynb", "notebooks/02_b.ipynb"]
     assert runs["notebooks/02_b.ipynb"] == {"cpu": {"seconds": 12.3, "machine": "a machine"}}
-    claims.record_run(small, chapters[1], "cpu", 20.0, "a machine", others=1.234)
-    claims.record_run(small, chapters[1], "full", 90.0, "a GPU")  # a record per budget: the cpu one stays
+    records.record_run(small, chapters[1], "cpu", 20.0, "a machine", others=1.234)
+    records.record_run(small, chapters[1], "full", 90.0, "a GPU")  # a record per budget: the cpu one stays
     runs = json.loads((tmp_path / "docs" / "runs.json").read_text())
     assert runs["notebooks/02_b.ipynb"]["cpu"]["other_cores_busy"] == 1.23
     assert runs["notebooks/02_b.ipynb"]["full"] == {"seconds": 90.0, "machine": "a GPU"}
@@ -207,9 +211,9 @@ def test_a_chapter_may_be_promised_longer_than_the_others(tmp_path):
     chapters = (bk.Chapter("notebooks/01_a.ipynb", "A", "a"), bk.Chapter("notebooks/02_b.ipynb", "B", "b"))
     small = bk.Book(tmp_path, "t", "pkg", chapters)
     (tmp_path / "book.yml").write_text("cpu_minutes: 10\ncpu_minutes_by_chapter:\n  notebooks/02_b.ipynb: 15\n")
-    assert claims.chapter_minutes(small, "notebooks/01_a.ipynb") == claims.chapter_minutes(small) == 10.0
-    assert claims.chapter_minutes(small, "notebooks/02_b.ipynb") == 15.0
-    assert claims.minutes_promise(small) == "each chapter at most about 10 minutes (chapter 2 about 15)"
+    assert records.chapter_minutes(small, "notebooks/01_a.ipynb") == records.chapter_minutes(small) == 10.0
+    assert records.chapter_minutes(small, "notebooks/02_b.ipynb") == 15.0
+    assert records.minutes_promise(small) == "each chapter at most about 10 minutes (chapter 2 about 15)"
 
 
 def test_a_chapter_says_how_long_its_recorded_run_took_before_it_starts(tmp_path):
@@ -219,17 +223,17 @@ def test_a_chapter_says_how_long_its_recorded_run_took_before_it_starts(tmp_path
     (root / "book.yml").write_text("title: t\npackage: pkg\nchapters:\n"
                                    "  - {file: notebooks/01_a.ipynb, title: A, module: a}\n")
     small = bk.load_book(root)
-    claims.record_run(small, small.chapters[0], "full", 754.0, "NVIDIA H200")
-    said = claims.recorded_time("full", "notebooks/01_a.ipynb", root / "notebooks")  # from the chapter's folder
+    records.record_run(small, small.chapters[0], "full", 754.0, "NVIDIA H200")
+    said = records.recorded_time("full", "notebooks/01_a.ipynb", root / "notebooks")  # from the chapter's folder
     assert said == "Under `full` this chapter took 12.6 minutes when last recorded (NVIDIA H200; docs/runs.json)."
-    said = claims.recorded_time("cpu", "notebooks/01_a.ipynb", root / "notebooks")
+    said = records.recorded_time("cpu", "notebooks/01_a.ipynb", root / "notebooks")
     assert "No run of notebooks/01_a.ipynb under `cpu` is recorded in docs/runs.json yet" in said
     assert "`python -m transformer_lib.book run 1 --budget cpu --record`" in said
-    assert "no book.yml" in claims.recorded_time("full", "notebooks/01_a.ipynb", tmp_path)
+    assert "no book.yml" in records.recorded_time("full", "notebooks/01_a.ipynb", tmp_path)
     # a file written before records were kept per budget still reads, as its one budget
     (root / "docs" / "runs.json").write_text(json.dumps({"notebooks/01_a.ipynb": {
         "budget": "cpu", "seconds": 60.0, "machine": "a laptop"}}))
-    assert claims.recorded_runs(small) == {"notebooks/01_a.ipynb": {"cpu": {"seconds": 60.0, "machine": "a laptop"}}}
+    assert records.recorded_runs(small) == {"notebooks/01_a.ipynb": {"cpu": {"seconds": 60.0, "machine": "a laptop"}}}
 
 
 @pytest.mark.parametrize("number", [5, 7, 8, 9, 10, 11])
@@ -247,7 +251,7 @@ def test_chapter_4_initialization_is_the_one_the_recorded_measurement_favours_be
     assert len(recorded["seeds"]) >= 3 and all(len(v["runs"]) == len(recorded["seeds"]) for v in (ours, xavier))
     assert ours["val_loss"]["max"] < xavier["val_loss"]["min"] and ours["val_bleu"]["min"] > xavier["val_bleu"]["max"]
     for v in (ours, xavier):  # the summaries are those of the runs
-        assert v["val_loss"] == claims.seed_summary(r["val_loss"] for r in v["runs"])
+        assert v["val_loss"] == comparisons.seed_summary(r["val_loss"] for r in v["runs"])
     assert "The embedding tables keep chapter 1's" in markdown(4)
     shown = [o for c in nbformat.read(ROOT / BOOK.chapters[3].file, as_version=4).cells
              if 'benchmarks" / "init.json"' in c.source for o in c.outputs]
@@ -255,15 +259,15 @@ def test_chapter_4_initialization_is_the_one_the_recorded_measurement_favours_be
 
 
 def test_seed_summaries_and_the_noise_they_define():
-    s = claims.seed_summary([21.0, 22.0, 23.5])
+    s = comparisons.seed_summary([21.0, 22.0, 23.5])
     assert s == {"mean": 22.1667, "sd": 1.2583, "min": 21.0, "max": 23.5, "n": 3}
-    assert claims.seed_summary([4.0]) == {"mean": 4.0, "sd": 0.0, "min": 4.0, "max": 4.0, "n": 1}
+    assert comparisons.seed_summary([4.0]) == {"mean": 4.0, "sd": 0.0, "min": 4.0, "max": 4.0, "n": 1}
     with pytest.raises(ValueError, match="at least one"):
-        claims.seed_summary([])
-    assert claims.within_noise(s, claims.seed_summary([23.4, 24.0, 25.0]))  # 23.4 <= 23.5: the ranges touch
-    assert not claims.within_noise(s, claims.seed_summary([23.6, 24.0]))
-    assert claims.with_spread(s) == "22.17 ± 1.26 (21.00-23.50, 3 seeds)"
-    assert claims.with_spread(claims.seed_summary([4.0]), ".1f") == "4.0 (1 seed)"
+        comparisons.seed_summary([])
+    assert comparisons.within_noise(s, comparisons.seed_summary([23.4, 24.0, 25.0]))  # 23.4 <= 23.5: the ranges touch
+    assert not comparisons.within_noise(s, comparisons.seed_summary([23.6, 24.0]))
+    assert comparisons.with_spread(s) == "22.17 ± 1.26 (21.00-23.50, 3 seeds)"
+    assert comparisons.with_spread(comparisons.seed_summary([4.0]), ".1f") == "4.0 (1 seed)"
 
 
 def test_every_comparison_the_book_chooses_by_rests_on_three_seeds():
@@ -271,9 +275,9 @@ def test_every_comparison_the_book_chooses_by_rests_on_three_seeds():
         recorded = json.loads((ROOT / "benchmarks" / f"{name}.json").read_text())
         assert len(recorded["seeds"]) >= 3, name
         assert all(len(v["runs"]) == len(recorded["seeds"]) for v in recorded["variants"]), name
-    recipes = json.loads((ROOT / claims.RECIPES_FILE).read_text())["seeds"]
+    recipes = json.loads((ROOT / records.RECIPES_FILE).read_text())["seeds"]
     assert len(recipes["seeds"]) >= 3 and all(len(r["runs"]) == len(recipes["seeds"]) for r in recipes["recipes"])
-    winner = json.loads((ROOT / claims.RECIPES_FILE).read_text())["winner"]
+    winner = json.loads((ROOT / records.RECIPES_FILE).read_text())["winner"]
     assert {"before: 20 epochs, readable path", winner} <= {r["name"] for r in recipes["recipes"]}
 
 
@@ -287,7 +291,7 @@ def test_the_init_benchmark_compares_against_xavier_on_the_tables(monkeypatch):
 
 
 def test_chapter_9_prose_matches_the_recorded_benchmark():
-    recorded = json.loads((ROOT / claims.SPEED_FILE).read_text())
+    recorded = json.loads((ROOT / records.SPEED_FILE).read_text())
     ratio = {v["name"]: v["ratio"] for v in recorded["variants"]}
     assert "`nn.Transformer` starts ahead of our readable model" in markdown(9)
     assert ratio["ours, readable (fp32)"] < 1 and ratio["ours, fast path (fp32)"] > ratio["ours, readable (fp32)"]
@@ -296,7 +300,7 @@ def test_chapter_9_prose_matches_the_recorded_benchmark():
 
 
 def test_the_recorded_serving_run_is_token_identical_and_int8_keeps_bleu():
-    recorded = json.loads((ROOT / claims.SERVE_FILE).read_text())
+    recorded = json.loads((ROOT / records.SERVE_FILE).read_text())
     assert recorded["greedy_identical"] == recorded["bleu_sentences"] == 1000  # all of test2016
     score = {v["name"]: v for v in recorded["variants"]}
     assert score["CTranslate2 float32 (greedy)"]["sacrebleu"] == score["ours (greedy)"]["sacrebleu"]
@@ -304,38 +308,38 @@ def test_the_recorded_serving_run_is_token_identical_and_int8_keeps_bleu():
 
 
 def test_the_recorded_serving_run_shows_the_fast_search_finding_what_chapter_7_finds():
-    recorded = json.loads((ROOT / claims.SERVE_FILE).read_text())
+    recorded = json.loads((ROOT / records.SERVE_FILE).read_text())
     score = {v["name"]: v for v in recorded["variants"]}
     for mode in ("greedy", "beam 5"):
         fast = score[f"ours, FastBeamSearch float32 ({mode})"]
         assert fast["same_as_ours"] == 1000 and fast["sacrebleu"] == score[f"ours ({mode})"]["sacrebleu"]
         assert fast["sentences_per_s"] > score[f"ours ({mode})"]["sentences_per_s"]
-    shown = claims.serve_markdown(recorded)
+    shown = record_tables.serve_markdown(recorded)
     assert "the throughput of CTranslate2 float32" in shown and "| same as chapter 7's |" in shown
 
 
 def test_the_recorded_candidates_render_with_their_ceiling():
     recorded = json.loads((ROOT / "benchmarks" / "candidates.json").read_text())
-    speed = json.loads((ROOT / claims.SPEED_FILE).read_text())
-    shown = claims.candidates_markdown(recorded, speed)
+    speed = json.loads((ROOT / records.SPEED_FILE).read_text())
+    shown = record_tables.candidates_markdown(recorded, speed)
     now = {v["name"]: v["ratio"] for v in speed["variants"]}["ours, fast path (fp32)"]
     assert f"at most {now / recorded['matmul_share']['fp32']:.2f}x as fast as nn.Transformer" in shown
     assert all(f"| {v['change']} |" in shown for v in recorded["variants"])
 
 
 def test_the_recorded_comparison_of_vocabularies_renders_and_chooses_on_validation():
-    recorded = json.loads((ROOT / claims.SUBWORDS_FILE).read_text())
-    shown = claims.subwords_markdown(recorded)
-    best = claims.best_subwords(recorded)
+    recorded = json.loads((ROOT / records.SUBWORDS_FILE).read_text())
+    shown = comparisons.subwords_markdown(recorded)
+    best = comparisons.best_subwords(recorded)
     assert best["val_sacrebleu"]["mean"] == max(v["val_sacrebleu"]["mean"] for v in recorded["variants"])
-    assert shown.count("**") == 4 and f"**{claims.with_spread(best['val_sacrebleu'])}**" in shown  # the best, in bold
+    assert shown.count("**") == 4 and f"**{comparisons.with_spread(best['val_sacrebleu'])}**" in shown  # the best, in bold
     assert f"Best mean on validation: **{best['name']}**" in shown
     assert all(f"| {v['name']} |" in shown for v in recorded["variants"])
     for v in recorded["variants"]:
         assert [r["seed"] for r in v["runs"]] == recorded["seeds"]
-        assert v["val_sacrebleu"] == claims.seed_summary(r["val_sacrebleu"] for r in v["runs"])
-    close = claims.subwords_within_noise(recorded)
-    assert all(claims.within_noise(recorded["variants"][[v["name"] for v in recorded["variants"]].index(n)]
+        assert v["val_sacrebleu"] == comparisons.seed_summary(r["val_sacrebleu"] for r in v["runs"])
+    close = comparisons.subwords_within_noise(recorded)
+    assert all(comparisons.within_noise(recorded["variants"][[v["name"] for v in recorded["variants"]].index(n)]
                                    ["val_sacrebleu"], best["val_sacrebleu"]) for n in close)
     assert all(f"*{n}*" in shown for n in close)
     kinds = {v["subwords"] is None for v in recorded["variants"]}
@@ -347,7 +351,7 @@ def test_the_recorded_comparison_of_vocabularies_renders_and_chooses_on_validati
 
 
 def test_both_translation_budgets_take_the_vocabulary_the_seeds_favour():
-    best = claims.best_subwords(json.loads((ROOT / claims.SUBWORDS_FILE).read_text()))
+    best = comparisons.best_subwords(json.loads((ROOT / records.SUBWORDS_FILE).read_text()))
     for budget in ("cpu", "full"):
         assert (RECIPES[budget].subwords, RECIPES[budget].shared_vocab) == (best["subwords"], best["shared_vocab"])
     text = markdown(8)
@@ -360,18 +364,18 @@ def test_the_shipped_model_is_the_run_the_recorded_comparison_of_recipes_chose_o
 
     from transformer_lib.translation import RECIPES, Recipe
 
-    recorded = json.loads((ROOT / claims.RECIPES_FILE).read_text())
-    runs = claims.recipe_runs(recorded)
+    recorded = json.loads((ROOT / records.RECIPES_FILE).read_text())
+    runs = record_tables.recipe_runs(recorded)
     chosen = next(r for r in runs if r["name"] == recorded["winner"])
     awaiting = recorded.get("awaiting_seeds")  # a run that leads from one seed alone waits for the seeds
     assert chosen["val_sacrebleu"] == max(r["val_sacrebleu"] for r in runs if r["name"] != awaiting)  # validation chose
     if awaiting:
         means = {r["name"]: r["val_sacrebleu"]["mean"] for r in recorded["seeds"]["recipes"]}
         assert awaiting not in means or means[awaiting] <= means[chosen["name"]]
-        assert f"{awaiting} leads on validation from this one seed" in claims.recipes_markdown(recorded)
+        assert f"{awaiting} leads on validation from this one seed" in record_tables.recipes_markdown(recorded)
     assert [r for r in runs if "test_sacrebleu" in r] == [chosen]  # test2016 scored for the chosen run alone
     assert RECIPES["full"] == replace(Recipe.from_dict(recorded["base"]), **chosen["changes"])
-    info = claims.shipped_info(BOOK)
+    info = records.shipped_info(BOOK)
     assert info["history"] == chosen["history"] and info["scores"]["kept"] == chosen["kept"]
     assert info["scores"][chosen["kept"]]["sacrebleu"] == chosen["val_sacrebleu"]
     shipped = RESULTS["translation.shipped"]  # chapter 8 scores the shipped file (float16) again on test2016
@@ -456,6 +460,7 @@ def test_every_measured_number_in_the_prose_is_one_its_chapter_shows():
             if cell.cell_type != "markdown" or re.match(r"(#+ Exercise|## References)", cell.source):
                 continue
             prose = "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith((">", "![")))
+            prose = READING_LINE.sub(" ", prose)  # rendered by `book prose --write`, checked by tests/test_layers.py
             prose = re.sub(r"\$\$.*?\$\$|\$[^$]*\$|`[^`]*`|\]\([^)]*\)|section \d+(\.\d+)*", " ", prose, flags=re.S)
             for match in _MEASURED.finditer(prose):
                 number = match.group(0).replace(",", "").rstrip("%x")
@@ -471,7 +476,7 @@ def test_every_measured_number_in_the_prose_is_one_its_chapter_shows():
 
 def test_the_recorded_run_under_load_keeps_the_promise_for_chapters_5_7_and_8():
     """docs/running.md says a chapter beside two busy processes takes at most twice its idle time: the record shows it."""
-    record = json.loads((ROOT / claims.LOAD_FILE).read_text())
+    record = json.loads((ROOT / records.LOAD_FILE).read_text())
     chapters = record["chapters"]
     assert chapters["busy"] == 2 and set(chapters["results"]) == {"5", "7", "8"}
     for number, row in chapters["results"].items():
@@ -514,7 +519,7 @@ def test_the_load_table_renders_the_commands_shared_and_not():
     record = {"commands": {"machine": "m", "busy": 2, "rounds": 1, "note": "a shared machine", "results": {
         "train copy --steps 100, cores shared": {"idle_s": 75.7, "loaded_s": 80.0, "slowdown": 1.06},
         "train copy --steps 100, cores not shared": {"idle_s": 70.0, "loaded_s": 300.0, "slowdown": 4.29}}}}
-    text = claims.load_markdown(record)
+    text = record_tables.load_markdown(record)
     assert "| `train copy --steps 100` | shared | 76 s | 80 s | 1.06x |" in text
     assert "| `train copy --steps 100` | not shared | 70 s | 300 s | 4.29x |" in text
     assert text.startswith("m: the commands") and "Note: a shared machine." in text

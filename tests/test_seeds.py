@@ -11,7 +11,7 @@ import pytest
 
 import transformer_lib.gpt as gpt
 import transformer_lib.translation as tr
-from transformer_lib import claims
+from transformer_lib import comparisons
 from transformer_lib.data import offline_corpus
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -62,7 +62,7 @@ def test_the_init_benchmark_trains_both_tables_from_each_seed(benchmarks, monkey
     assert [v["name"] for v in recorded["variants"]] == list(init.VARIANTS)
     for v in recorded["variants"]:
         assert [r["seed"] for r in v["runs"]] == [0, 5]
-        assert v["val_loss"] == claims.seed_summary(r["val_loss"] for r in v["runs"])
+        assert v["val_loss"] == comparisons.seed_summary(r["val_loss"] for r in v["runs"])
     ours, xavier = recorded["variants"]
     assert ours["runs"][0]["val_loss"] != xavier["runs"][0]["val_loss"]  # the tables differ, so the runs do
     assert ours["runs"][0]["val_loss"] != ours["runs"][1]["val_loss"]  # and so do the seeds
@@ -84,14 +84,14 @@ def test_the_modern_benchmark_trains_each_variant_from_each_seed(benchmarks, mon
     assert [v["name"] for v in recorded["variants"]] == ["2017 block", "no biases"] and recorded["seeds"] == [1, 2]
     for v in recorded["variants"]:
         assert [r["seed"] for r in v["runs"]] == [1, 2] and v["parameters"] > 0
-        assert v["val_perplexity"] == claims.seed_summary(r["val_perplexity"] for r in v["runs"])
+        assert v["val_perplexity"] == comparisons.seed_summary(r["val_perplexity"] for r in v["runs"])
     base, no_bias = recorded["variants"]
     assert no_bias["parameters"] < base["parameters"]
     assert base["runs"][0]["val_perplexity"] != base["runs"][1]["val_perplexity"]
 
 
 def test_the_benchmarks_import_without_jupyter(benchmarks):
-    """The records are made on machines that need not have Jupyter: the claims module imports nbformat lazily."""
+    """The records are made on machines that need not have Jupyter: the records module imports nbformat lazily."""
     import subprocess
 
     code = ("import sys; sys.modules['nbformat'] = None; sys.path.insert(0, 'benchmarks'); "

@@ -209,7 +209,7 @@ def _last_words(log, err: BaseException) -> str:
 def _recorded(book: Book, recorded_runs) -> dict:
     """docs/runs.json as {chapter file: {budget: {"seconds": number, "machine": text, ...}}}, checked: a BookError
     naming the file and the entry that is not that."""
-    from transformer_lib.claims import RUNS_FILE
+    from transformer_lib.records import RUNS_FILE
 
     fix = "fix it, or delete it (`book run --record` writes it again)"
     try:
@@ -244,7 +244,7 @@ def run(book: Book, chapters: list[Chapter], budget: str | None = None, timeout:
     chapter, none per cell) says at its start how long that took. While a cell runs longer than `every` seconds a
     line says which one and for how long. A failing cell, a time-out, a dead kernel, Ctrl-C or SIGTERM (however often
     sent) ends the run with a BookError naming the chapter and the cell; the chapter's file is left as it was. With
-    `record`, each chapter's time goes into docs/runs.json (claims.record_run), with the cores other processes kept
+    `record`, each chapter's time goes into docs/runs.json (records.record_run), with the cores other processes kept
     busy meanwhile. Each kernel first calls runtime.share_cores, so that torch uses
     only the cores other processes leave free.
     """
@@ -253,7 +253,7 @@ def run(book: Book, chapters: list[Chapter], budget: str | None = None, timeout:
 
     NotebookClient = _client_class()
 
-    from transformer_lib.claims import recorded_runs
+    from transformer_lib.records import recorded_runs
     from transformer_lib.runtime import machine
 
     budget = run_budget(budget)
@@ -304,7 +304,7 @@ def run(book: Book, chapters: list[Chapter], budget: str | None = None, timeout:
             _write_atomic(path, nbformat.writes(nb) + "\n")
             others = kernel.others()
             if record:
-                from transformer_lib.claims import record_run
+                from transformer_lib.records import record_run
 
                 record_run(book, chapter, budget, seconds, machine(), others=others)
             beside = f" (other processes kept {others:.1f} cores busy)" if others is not None and others >= 0.1 else ""
