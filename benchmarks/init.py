@@ -20,6 +20,7 @@ import tempfile
 import torch
 from torch import nn
 
+import transformer_lib.runs as runs
 import transformer_lib.translation as translation
 from transformer_lib.comparisons import seed_summary, with_spread
 from transformer_lib.fast import speed_up  # the cpu recipe trains on chapter 9's fast path
@@ -48,14 +49,14 @@ def xavier_everywhere(*args, **kwargs):
 def train_one(name: str, seed: int, epochs: int) -> dict:
     """One run: the cpu recipe for `epochs` from `seed`, with the embedding tables initialized as `name` says."""
     recipe = dataclasses.replace(translation.RECIPES["cpu"], epochs=epochs, bleu_every=1, average_last=1, seed=seed)
-    original = translation.make_model
-    translation.make_model = original if name == VARIANTS[0] else xavier_everywhere
+    original = runs.make_model  # the model a run builds (transformer_lib.runs.build)
+    runs.make_model = original if name == VARIANTS[0] else xavier_everywhere
     try:
         with tempfile.TemporaryDirectory() as out:
             run = translation.train_translation(recipe, out, progress=False, log=lambda *a, **k: None,
                                                 device=default_device(), speedup=speed_up)
     finally:
-        translation.make_model = original
+        runs.make_model = original
     last = run.history[-1]
     print(f"{name:<48} seed {seed}: validation loss {last['val_loss']:.3f}, greedy validation BLEU "
           f"{last['val_bleu']:.2f}", flush=True)

@@ -12,7 +12,8 @@ import torch
 from transformer_lib import comparisons
 from transformer_lib.train import main as train_main, recipe_changes
 from transformer_lib.training import rate
-from transformer_lib.translation import RECIPES, Recipe, _build, load_checkpoint, prepare_data, wsd_rate
+from transformer_lib.runs import build
+from transformer_lib.translation import RECIPES, Recipe, load_checkpoint, prepare_data, wsd_rate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,7 +35,7 @@ def test_wsd_climbs_to_noams_peak_holds_it_and_falls_linearly_to_zero_at_the_end
 def test_a_wsd_recipe_ends_its_rate_at_the_last_step_of_its_last_epoch():
     recipe = replace(RECIPES["smoke"], cooldown=0.5, epochs=2, train_pairs=300, eval_pairs=10)
     data = prepare_data(recipe, download=False)
-    model, _, optimizer, scheduler, _ = _build(recipe, data, torch.device("cpu"), None)
+    model, _, optimizer, scheduler, _ = build(recipe, data, torch.device("cpu"), cooled_rate=wsd_rate)
     from transformer_lib.data import bucket_batches
 
     steps = recipe.epochs * len(bucket_batches(data.train, recipe.max_tokens, data.tgt_vocab.pad_idx))

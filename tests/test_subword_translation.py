@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import transformer_lib.translation as tr
+from transformer_lib.runs import epoch_batches
 from transformer_lib import evaluate as evaluate_cli
 from transformer_lib import translate as translate_cli
 from transformer_lib.data import SubwordTokenizer, Tokenizer, offline_corpus
@@ -147,7 +148,9 @@ def test_the_recipe_benchmark_chooses_on_validation_and_scores_test_for_the_chos
     import sys
     from pathlib import Path
 
-    from transformer_lib import claims
+
+    from transformer_lib import record_tables
+
 
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
     import recipes as bench
@@ -164,12 +167,12 @@ def test_the_recipe_benchmark_chooses_on_validation_and_scores_test_for_the_chos
     args = ["--out", str(tmp_path / "runs"), "--record", str(record)]
     assert bench.main(args) == 0
     recorded = json.loads(record.read_text())
-    runs = claims.recipe_runs(recorded)
+    runs = record_tables.recipe_runs(recorded)
     assert [r["name"] for r in runs] == ["before", "two epochs", "BPE-dropout"]
     chosen = max(runs, key=lambda r: r["val_sacrebleu"])
     assert recorded["winner"] == chosen["name"] and [r for r in runs if "test_sacrebleu" in r] == [chosen]
     assert [len(r["history"]) for r in runs[1:]] == [2, 1] and recorded["candidates"][1]["changes"] == {"bpe_dropout": 0.2}
-    shown = claims.recipes_markdown(recorded)
+    shown = record_tables.recipes_markdown(recorded)
     assert shown.count("**") == 2 and "| BPE-dropout | `bpe_dropout=0.2` |" in shown and "not scored" in shown
     assert bench.main(args) == 0
     assert f"chosen on validation: {chosen['name']}" in capsys.readouterr().out
@@ -177,7 +180,7 @@ def test_the_recipe_benchmark_chooses_on_validation_and_scores_test_for_the_chos
     monkeypatch.setattr(bench, "base_run", lambda record: {**before, "val_sacrebleu": 101.0})  # nothing beats it
     assert bench.main(args) == 0
     again = json.loads(record.read_text())
-    assert again["winner"] == "before" and not any("test_sacrebleu" in r for r in claims.recipe_runs(again))
+    assert again["winner"] == "before" and not any("test_sacrebleu" in r for r in record_tables.recipe_runs(again))
     # a candidate added later trains alone (--only); the others keep their recorded rows, and the seeds stay
     monkeypatch.setattr(bench, "base_run", lambda record: before)
     seeds = {"seeds": [0, 1, 2], "recipes": [{"name": recorded["winner"], "val_sacrebleu": {"mean": 1.0}}]}
@@ -191,7 +194,7 @@ def test_the_recipe_benchmark_chooses_on_validation_and_scores_test_for_the_chos
     for old, new in zip(recorded["candidates"], later["candidates"]):
         assert {k: v for k, v in old.items() if not k.startswith("test_")} == {
             k: v for k, v in new.items() if not k.startswith("test_")}
-    runs = claims.recipe_runs(later)
+    runs = record_tables.recipe_runs(later)
     leader = max(runs, key=lambda r: r["val_sacrebleu"])
     # from one seed, "later" never replaces the run chosen before (not in the seeds): it waits for them
     assert later["winner"] == chosen["name"] and [r for r in runs if "test_sacrebleu" in r] == [
@@ -207,7 +210,9 @@ def test_a_candidate_that_leads_from_one_seed_replaces_the_chosen_run_only_when_
     import sys
     from pathlib import Path
 
-    from transformer_lib import claims
+
+    from transformer_lib import record_tables
+
 
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
     import recipes as bench
@@ -227,7 +232,7 @@ def test_a_candidate_that_leads_from_one_seed_replaces_the_chosen_run_only_when_
     assert bench.choose([chosen, new], before, {**waits, **seeds(before=42.0, chosen=42.5, new=42.6)}) == (new, None)
     assert bench.choose([chosen, run("new", 42.0)], before, waits) == (chosen, None)  # trails from its one seed
     assert bench.choose([chosen, new], before, {"winner": "gone", **seeds(chosen=42.5)}) == (new, None)
-    shown = claims.recipes_markdown({"machine": "here", "processes": 2, "threads": 1, "base": bench.BASE.to_dict(),
+    shown = record_tables.recipes_markdown({"machine": "here", "processes": 2, "threads": 1, "base": bench.BASE.to_dict(),
                                      "base_run": before, "candidates": [chosen, new], "winner": "chosen",
                                      "awaiting_seeds": "new"})
     assert "new leads on validation from this one seed (44.00 against 43.00)" in shown
@@ -241,7 +246,9 @@ def test_the_recipe_benchmark_trains_every_recipe_from_each_seed_and_adds_them_t
     import sys
     from pathlib import Path
 
-    from transformer_lib import claims
+
+
+    from transformer_lib import comparisons
 
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
     import recipes as bench
@@ -261,14 +268,14 @@ def test_the_recipe_benchmark_trains_every_recipe_from_each_seed_and_adds_them_t
     assert [r["name"] for r in seeds["recipes"]] == [bench.BEFORE, "two epochs"]
     for r in seeds["recipes"]:
         assert [run["seed"] for run in r["runs"]] == [0, 1]
-        assert r["val_sacrebleu"] == claims.seed_summary(run["val_sacrebleu"] for run in r["runs"])
+        assert r["val_sacrebleu"] == comparisons.seed_summary(run["val_sacrebleu"] for run in r["runs"])
     assert [len(run["val_bleu_by_epoch"]) for run in seeds["recipes"][1]["runs"]] == [2, 2]
     before = bench.slug(bench.BEFORE)
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == [
         f"{before}-seed0", f"{before}-seed1", "two-epochs-seed0", "two-epochs-seed1"]
-    close, beaten = claims.recipe_seeds_verdict(recorded)
+    close, beaten = comparisons.recipe_seeds_verdict(recorded)
     assert close + beaten == [bench.BEFORE]
-    shown = claims.recipe_seeds_markdown(recorded)
+    shown = comparisons.recipe_seeds_markdown(recorded)
     assert "| two epochs |" in shown and "2 seeds)" in shown and "float32 throughout" in shown
     assert "validation sacreBLEU" in capsys.readouterr().out
     sys.modules.pop("recipes", None)
@@ -295,8 +302,8 @@ def test_bpe_dropout_gives_every_epoch_its_own_cut_and_a_resumed_run_ends_where_
     recipe = replace(SUBWORDS, bpe_dropout=0.2)
     data = tr.prepare_data(recipe)
     assert data.train_text == fake_splits("train")[0] and len(data.train_text) == len(data.train)
-    epoch_1, epoch_1_again, epoch_2 = (tr._epoch_batches(recipe, data, e, 0, 1, "cpu") for e in (1, 1, 2))
-    plain = tr._epoch_batches(SUBWORDS, data, 1, 0, 1, "cpu")
+    epoch_1, epoch_1_again, epoch_2 = (epoch_batches(recipe, data, e, 0, 1, "cpu") for e in (1, 1, 2))
+    plain = epoch_batches(SUBWORDS, data, 1, 0, 1, "cpu")
     ids = lambda batches: sorted(tuple(row[row != 1].tolist()) for b in batches for row in b.src)  # noqa: E731
     assert ids(epoch_1) == ids(epoch_1_again) != ids(epoch_2)
     assert ids(plain) == sorted(tuple(src) for src, _ in data.train)  # no dropout: the cut prepare_data made

@@ -124,7 +124,7 @@ class MultiHeadAttention(nn.Module):
         return self.w_o(x)  # (B, Lq, d_model)
 
 
-# %% notebooks/02_attention.ipynb cell 35
+# %% notebooks/02_attention.ipynb cell 37
 def mha_from_torch(mha: nn.MultiheadAttention) -> MultiHeadAttention:
     """A MultiHeadAttention holding a copy of the weights of a torch.nn.MultiheadAttention.
 

@@ -20,12 +20,6 @@ from transformer_lib.records import (LOAD_FILE, RECIPES_FILE, RUNS_FILE, SERVE_F
                                      SUBWORDS_FILE, _write_atomic, minutes_promise, notebook_results, recorded_runs,
                                      shipped_info)
 
-# TEMPORARY re-exports while the chapters move their imports to records/record_tables/comparisons
-from transformer_lib.comparisons import (best_subwords, recipe_seeds_verdict, subwords_within_noise,  # noqa: E402,F401
-                                        with_spread, within_noise)
-from transformer_lib.record_tables import candidates_markdown, recipe_runs  # noqa: E402,F401
-from transformer_lib.records import recorded_time  # noqa: E402,F401
-
 __all__ = ["DOCUMENTS", "BLOCKS", "render_blocks", "readme_problems", "write_readme", "marker_problems"]
 
 # The files whose generated blocks `book readme` renders and checks, relative to the book's root.

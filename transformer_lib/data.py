@@ -47,7 +47,7 @@ from transformer_lib.multi30k import (DataUnavailable, load_multi30k,  # finding
 from transformer_lib.training import Batch
 
 
-# %% notebooks/06_data.ipynb cell 6
+# %% notebooks/06_data.ipynb cell 5
 def load_translation_data(split: str, root=None, download: bool = True, offline_size: int = 4000):
     """Multi30k's split if it can be had, else the offline corpus; returns (pairs, a description of the source)."""
     try:
@@ -371,7 +371,7 @@ def tokenizer_from_dict(values: dict) -> Tokenizer:
     return SubwordTokenizer(values["lang"], BPE(values["merges"], values["alphabet"]), values["lower"])
 
 
-# %% notebooks/06_data.ipynb cell 50
+# %% notebooks/06_data.ipynb cell 51
 def encode_pairs(pairs, src_tok, tgt_tok, src_vocab: Vocab, tgt_vocab: Vocab, dropout: float = 0.0, seed: int = 0):
     """Tokenize and number every pair: source ids, and target ids wrapped in <s> ... </s>. With `dropout`, subword
     tokenizers cut by BPE-dropout, drawn from a generator seeded by `seed`."""
@@ -407,7 +407,7 @@ def bucket_batches(examples, max_tokens: int, pad_idx: int, shuffle: bool = True
     return [pad_batch([examples[i] for i in group], pad_idx) for group in groups]
 
 
-# %% notebooks/06_data.ipynb cell 52
+# %% notebooks/06_data.ipynb cell 53
 def pad_batch(examples, pad_idx: int) -> Batch:
     """A Batch from (source ids, target ids) examples, each side padded to its longest sequence."""
     check_examples(examples)

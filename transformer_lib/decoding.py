@@ -10,8 +10,8 @@ __all__ = [
     'ATTENTION_AXES',
     'attention_maps',
     'attention_frame',
-    'plot_attention_grid',
     'attention_chart',
+    'plot_attention_grid',
 ]
 
 # %% notebooks/07_decoding.ipynb cell 3
@@ -213,7 +213,7 @@ def translate_tokens(model, sentences: list[str], src_tok, src_vocab, tgt_vocab,
     return out
 
 
-# %% notebooks/07_decoding.ipynb cell 35
+# %% notebooks/07_decoding.ipynb cell 36
 ATTENTION_AXES = {  # kind -> (rows: the queries, columns: the keys)
     "encoder": ("source", "source"),
     "decoder": ("target", "target"),
@@ -244,7 +244,7 @@ def attention_maps(model, src_ids: list[int], tgt_ids: list[int]) -> dict[str, t
             "cross": torch.stack([layer.src_attn.attn[0] for layer in model.decoder.layers]).cpu()}
 
 
-# %% notebooks/07_decoding.ipynb cell 37
+# %% notebooks/07_decoding.ipynb cell 38
 def attention_frame(maps: dict, src_tokens: list[str], tgt_tokens: list[str]):
     """The maps as one long pandas DataFrame, a row per (kind, layer, head, query, key) with its weight.
 
@@ -268,7 +268,34 @@ def attention_frame(maps: dict, src_tokens: list[str], tgt_tokens: list[str]):
     return pd.concat(frames, ignore_index=True)
 
 
-# %% notebooks/07_decoding.ipynb cell 39
+def attention_chart(frame, kind: str, cell: int = 14, layer: int = 1):
+    """An interactive altair heatmap of one kind of attention: pick the layer (`layer` first, which is also what a
+    static copy shows), hover for the token pair and weight."""
+    import altair as alt
+
+    check_attention_kind(kind, ATTENTION_AXES)
+    rows, cols = ATTENTION_AXES[kind]
+    data = frame[frame["kind"] == kind].drop(columns=["kind", "query_side", "key_side"])
+    check_int("layer", layer)
+    if layer > int(data["layer"].max()):
+        raise ValueError(f"layer={layer}, but the maps have {int(data['layer'].max())} layers")
+    chosen = alt.param(name="layer", value=layer, bind=alt.binding_range(min=1, max=int(data["layer"].max()), step=1,
+                                                                    name="layer "))
+    n_rows, n_cols = data["query_pos"].max() + 1, data["key_pos"].max() + 1
+    return (alt.Chart(data).mark_rect()
+            .encode(x=alt.X("key:N", sort=alt.SortField("key_pos"), title=f"{cols} (key)"),
+                    y=alt.Y("query:N", sort=alt.SortField("query_pos"), title=f"{rows} (query)"),
+                    color=alt.Color("weight:Q", scale=alt.Scale(domain=[0, 1], scheme="viridis")),
+                    tooltip=["layer", "head", alt.Tooltip("query", title=f"{rows} (query)"),
+                             alt.Tooltip("key", title=f"{cols} (key)"), alt.Tooltip("weight", format=".3f")])
+            .properties(width=cell * n_cols, height=cell * n_rows)
+            .add_params(chosen).transform_filter(alt.datum.layer == chosen)
+            .facet(column=alt.Column("head:O", title=f"{kind} attention, heads of the chosen layer (first shown: layer "
+                                                         f"{layer})"))
+            .resolve_scale(x="independent"))
+
+
+# %% notebooks/07_decoding.ipynb cell 40
 def plot_attention_grid(maps: dict, kind: str, src_tokens: list[str], tgt_tokens: list[str], size: float = 2.2):
     """A static matplotlib grid of one kind of attention: a row of panels per layer, a column per head.
 
@@ -298,30 +325,3 @@ def plot_attention_grid(maps: dict, kind: str, src_tokens: list[str], tgt_tokens
     fig.tight_layout()
     fig.colorbar(image, ax=axes, shrink=0.6, pad=0.01, label="attention weight")  # one scale for every panel: 0 to 1
     return fig
-
-
-def attention_chart(frame, kind: str, cell: int = 14, layer: int = 1):
-    """An interactive altair heatmap of one kind of attention: pick the layer (`layer` first, which is also what a
-    static copy shows), hover for the token pair and weight."""
-    import altair as alt
-
-    check_attention_kind(kind, ATTENTION_AXES)
-    rows, cols = ATTENTION_AXES[kind]
-    data = frame[frame["kind"] == kind].drop(columns=["kind", "query_side", "key_side"])
-    check_int("layer", layer)
-    if layer > int(data["layer"].max()):
-        raise ValueError(f"layer={layer}, but the maps have {int(data['layer'].max())} layers")
-    chosen = alt.param(name="layer", value=layer, bind=alt.binding_range(min=1, max=int(data["layer"].max()), step=1,
-                                                                    name="layer "))
-    n_rows, n_cols = data["query_pos"].max() + 1, data["key_pos"].max() + 1
-    return (alt.Chart(data).mark_rect()
-            .encode(x=alt.X("key:N", sort=alt.SortField("key_pos"), title=f"{cols} (key)"),
-                    y=alt.Y("query:N", sort=alt.SortField("query_pos"), title=f"{rows} (query)"),
-                    color=alt.Color("weight:Q", scale=alt.Scale(domain=[0, 1], scheme="viridis")),
-                    tooltip=["layer", "head", alt.Tooltip("query", title=f"{rows} (query)"),
-                             alt.Tooltip("key", title=f"{cols} (key)"), alt.Tooltip("weight", format=".3f")])
-            .properties(width=cell * n_cols, height=cell * n_rows)
-            .add_params(chosen).transform_filter(alt.datum.layer == chosen)
-            .facet(column=alt.Column("head:O", title=f"{kind} attention, heads of the chosen layer (first shown: layer "
-                                                         f"{layer})"))
-            .resolve_scale(x="independent"))

@@ -95,7 +95,7 @@ class PositionalEncoding(nn.Module):
         return self.dropout(x + self.pe[:, : x.size(1)].to(x.dtype))  # (B, L, d_model)
 
 
-# %% notebooks/01_embeddings.ipynb cell 23
+# %% notebooks/01_embeddings.ipynb cell 24
 class LearnedPositionalEmbedding(nn.Module):
     """Adds a trainable vector per position to its input, then applies dropout (the alternative of section 3.5).
 

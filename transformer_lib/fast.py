@@ -13,6 +13,7 @@ __all__ = [
     'has_bf16',
     'speed_up',
     'pack_decoder',
+    'PackedDecoder',
     'FastBeamSearch',
 ]
 
@@ -210,7 +211,7 @@ def speed_up(model: nn.Module, criterion: LabelSmoothing, device) -> tuple[nn.Mo
     return use_fast_path(model), fast_loss, has_bf16(device)
 
 
-# %% notebooks/09_fast.ipynb cell 33
+# %% notebooks/09_fast.ipynb cell 34
 def _packed(*linears: nn.Linear, dtype, scale: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
     """The stacked weights and biases of `linears` (one matrix multiplication for all), the first one's multiplied
     by `scale`, cast to `dtype`."""
@@ -259,14 +260,11 @@ def _extend(cache: torch.Tensor, new: torch.Tensor, rows: torch.Tensor | None) -
     return out
 
 
-# %% notebooks/09_fast.ipynb cell 34
-class FastBeamSearch:
-    """Chapter 7's beam_search (and, with beam_size=1, greedy decoding) for serving: the same search over a snapshot
-    of the model's weights, packed and cast once (bfloat16 where the hardware has it), in inference mode.
-
-    Call it like beam_search: search(src, src_mask, max_len, start_symbol, end_symbol, beam_size, length_penalty)
-    returns each source's best token ids; translate_tokens(..., search=FastBeamSearch(model)) uses it. In float32 it
-    finds what beam_search finds. Build it again after the model's weights change.
+# %% notebooks/09_fast.ipynb cell 35
+class PackedDecoder:
+    """A translator ready to decode: its encoder on the fast twins, and its decoder's weights packed and cast once
+    (bfloat16 where the hardware has it, see pack_decoder), run one token at a time by `_step`. FastBeamSearch
+    searches with it. Build it again after the model's weights change.
     """
 
     def __init__(self, model, dtype=None):
@@ -292,6 +290,7 @@ class FastBeamSearch:
         cache[i] holds layer i's keys and values (in self.exact), whose rows `pending` (or None) are the surviving
         beams; cross[i] the source's, (n, h, Ls, d_k).
         """
+        check_cache_length(t, self.w["positions"].size(0))
         h, N = self.w["n_heads"], tokens.size(0)
         x = self.w["embedding"][tokens] + self.w["positions"][t]  # (N, d_model)
         d = x.size(-1)
@@ -320,63 +319,82 @@ class FastBeamSearch:
         return F.linear(x, *self.w["proj"])  # (N, V)
 
 
-# %% notebooks/09_fast.ipynb cell 35
-@torch.inference_mode()
-def _fast_search(self, src, src_mask, max_len: int, start_symbol: int, end_symbol: int, beam_size: int = 5,
+# %% notebooks/09_fast.ipynb cell 36
+def _best_extensions(logits, scores, finished, end_symbol: int):
+    """The best K extensions of each sentence's K beams, from logits (n * K, V) and the beams' scores (n, K): their
+    scores (n, K), the row each extends (n * K,) and its new token (n * K,)."""
+    n, K = scores.shape
+    if K == 1:  # greedy: the highest logit (through float32: argmax of bfloat16 is slow on a CPU)
+        top_tokens = logits.to(scores.dtype).max(dim=-1, keepdim=True).indices  # (n, 1)
+        top = torch.zeros(top_tokens.shape, dtype=scores.dtype, device=scores.device)
+    else:
+        top, top_tokens = logits.to(scores.dtype).log_softmax(dim=-1).topk(K, dim=-1)  # (n * K, K): each beam's best
+    if finished.any():  # a finished hypothesis extends only with </s>, at no cost
+        row = torch.full((K,), float("-inf"), dtype=scores.dtype, device=scores.device)
+        row[0] = 0.0
+        top = torch.where(finished.unsqueeze(1), row, top)
+        top_tokens.masked_fill_(finished.unsqueeze(1), end_symbol)
+    scores, flat = (scores.view(-1, 1) + top).view(n, K * K).topk(K, dim=-1)  # (n, K): the best K of K * K
+    index = (torch.arange(n, device=scores.device).unsqueeze(1) * K + flat // K).view(-1)  # the row each one extends
+    return scores, index, top_tokens.view(n, K * K).gather(1, flat).view(-1)
+
+
+def _keep_winners(best, sentence, done, ys, scores, lengths, length_penalty: float) -> None:
+    """For each sentence `done` (n,), write into best[its source] its hypothesis (a row of ys) with the best score
+    divided by chapter 7's length penalty ((5 + length) / 6) ** length_penalty."""
+    K = scores.size(1)
+    penalty = ((5.0 + lengths.float()) / 6.0) ** length_penalty
+    winner = (scores.view(-1) / penalty).view(-1, K).argmax(dim=-1)  # (n,)
+    for j in done.nonzero().view(-1).tolist():
+        best[int(sentence[j])] = ys[j * K + winner[j], 1:].tolist()
+
+
+# %% notebooks/09_fast.ipynb cell 37
+class FastBeamSearch(PackedDecoder):
+    """Chapter 7's beam_search (and, with beam_size=1, greedy decoding) for serving: the same search over a snapshot
+    of the model's weights, packed and cast once (bfloat16 where the hardware has it), in inference mode.
+
+    Call it like beam_search: search(src, src_mask, max_len, start_symbol, end_symbol, beam_size, length_penalty)
+    returns each source's best token ids; translate_tokens(..., search=FastBeamSearch(model)) uses it. In float32 it
+    finds what beam_search finds. Build it again after the model's weights change.
+    """
+
+    def encode(self, src, src_mask):
+        """Each layer's cross-attention keys and values, (2, B, h, Ls, d_k), and the source's mask (B, 1, 1, Ls)."""
+        check_model_tokens("src", src, self.encoder[0], src_mask, self.encoder[1])
+        B, h = src.size(0), self.w["n_heads"]
+        memory = self.encoder[1](self.encoder[0](src), src_mask)  # (B, Ls, d_model)
+        mask = (src_mask if src_mask is not None else torch.ones_like(src, dtype=torch.bool)).reshape(B, 1, 1, -1)
+        kv = [F.linear(memory, *w["cross_kv"]).to(self.exact) for w in self.w["layers"]]  # (B, Ls, 2 d_model) each
+        return [x.view(B, -1, 2, h, x.size(-1) // (2 * h)).permute(2, 0, 3, 1, 4).contiguous() for x in kv], mask
+
+    @torch.inference_mode()
+    def __call__(self, src, src_mask, max_len: int, start_symbol: int, end_symbol: int, beam_size: int = 5,
                  length_penalty: float = 0.6) -> list[list[int]]:
-    check_int("beam_size", beam_size)
-    check_int("max_len", max_len, low=0)
-    check_symbols(self.vocab_size, start_symbol=start_symbol, end_symbol=end_symbol)
-    B, K, h, device = src.size(0), beam_size, self.w["n_heads"], src.device
-    check_model_tokens("src", src, self.encoder[0], src_mask, self.encoder[1])
-    memory = self.encoder[1](self.encoder[0](src), src_mask)  # (B, Ls, d_model)
-    mask = (src_mask if src_mask is not None else torch.ones_like(src, dtype=torch.bool)).reshape(B, 1, 1, -1)
-    d_k = memory.size(-1) // h
-    cross = [F.linear(memory, *w["cross_kv"]).to(self.exact).view(B, -1, 2, h, d_k).permute(2, 0, 3, 1, 4).contiguous()
-             for w in self.w["layers"]]  # per layer (keys, values), (B, h, Ls, d_k): once per sentence
-    sentence = torch.arange(B, device=device)  # which source each group of K rows translates
-    tokens = torch.full((B * K,), start_symbol, dtype=torch.long, device=device)
-    ys = tokens.view(-1, 1)  # (N, t + 1): every hypothesis so far
-    scores = torch.full((B, K), float("-inf"), dtype=self.exact, device=device)
-    scores[:, 0] = 0.0  # one hypothesis per source to start from
-    lengths = torch.zeros(B * K, dtype=torch.long, device=device)  # tokens up to and including </s>
-    finished = torch.zeros(B * K, dtype=torch.bool, device=device)
-    cache, pending, best = [None] * len(self.w["layers"]), None, [[] for _ in range(B)]
-    for t in range(max_len):
-        check_cache_length(t, self.w["positions"].size(0))
-        n = scores.size(0)
-        logits = self._step(tokens, t, cache, pending, cross, mask, K)  # (n * K, V)
-        if K == 1:  # greedy: the highest logit (through float32: argmax of bfloat16 is slow on a CPU)
-            top_tokens = logits.to(self.exact).max(dim=-1, keepdim=True).indices  # (n, 1)
-            top = torch.zeros(top_tokens.shape, dtype=self.exact, device=device)
-        else:
-            top, top_tokens = logits.to(self.exact).log_softmax(dim=-1).topk(K, dim=-1)  # (n * K, K): each beam's best
-        if finished.any():  # a finished hypothesis extends only with </s>, at no cost
-            row = torch.full((K,), float("-inf"), dtype=self.exact, device=device)
-            row[0] = 0.0
-            top = torch.where(finished.unsqueeze(1), row, top)
-            top_tokens.masked_fill_(finished.unsqueeze(1), end_symbol)
-        scores, flat = (scores.view(-1, 1) + top).view(n, K * K).topk(K, dim=-1)  # (n, K)
-        index = (torch.arange(n, device=device).unsqueeze(1) * K + flat // K).view(-1)  # the beam each one extends
-        tokens = top_tokens.view(n, K * K).gather(1, flat).view(-1)  # (n * K,)
-        ys = torch.cat([ys[index], tokens.unsqueeze(1)], dim=1)
-        finished = finished[index]
-        lengths = lengths[index] + (~finished).long()
-        finished = finished | (tokens == end_symbol)
-        done = finished.view(n, K).all(dim=1) | (t + 1 == max_len)  # (n,): sentences whose beams have all ended
-        if done.any():
-            penalty = ((5.0 + lengths.float()) / 6.0) ** length_penalty
-            winner = (scores.view(-1) / penalty).view(n, K).argmax(dim=-1)  # (n,)
-            for j in done.nonzero().view(-1).tolist():
-                best[int(sentence[j])] = ys[j * K + winner[j], 1:].tolist()
-            keep, rows = ~done, (~done).repeat_interleave(K)  # the sentences still decoding, and their rows
-            if not keep.any():
-                break
-            index, tokens, ys, lengths, finished = index[rows], tokens[rows], ys[rows], lengths[rows], finished[rows]
-            scores, sentence, mask = scores[keep], sentence[keep], mask[keep]
-            cross = [(k[keep], v[keep]) for k, v in cross]
-        pending = None if K == 1 and not done.any() else index  # greedy's rows stay in place until one finishes
-    return [row[: row.index(end_symbol) + 1] if end_symbol in row else row for row in best]
-
-
-FastBeamSearch.__call__ = _fast_search  # the search is the class's call, written in a cell of its own
+        check_int("beam_size", beam_size)
+        check_int("max_len", max_len, low=0)
+        check_symbols(self.vocab_size, start_symbol=start_symbol, end_symbol=end_symbol)
+        B, K, device = src.size(0), beam_size, src.device
+        cross, mask = self.encode(src, src_mask)  # once per sentence
+        ys = torch.full((B * K, 1), start_symbol, dtype=torch.long, device=device)  # (N, t + 1): every hypothesis
+        scores = torch.tensor([0.0] + [float("-inf")] * (K - 1), dtype=self.exact, device=device).repeat(B, 1)  # (B, K)
+        lengths = torch.zeros(B * K, dtype=torch.long, device=device)  # tokens up to and including </s>
+        finished = torch.zeros(B * K, dtype=torch.bool, device=device)
+        sentence, best = torch.arange(B, device=device), [[] for _ in range(B)]  # each group of K rows' source
+        cache, pending = [None] * len(self.w["layers"]), None
+        for t in range(max_len):
+            logits = self._step(ys[:, -1], t, cache, pending, cross, mask, K)  # (n * K, V)
+            scores, index, tokens = _best_extensions(logits, scores, finished, end_symbol)  # (n, K), (n * K,) twice
+            ys = torch.cat([ys[index], tokens.unsqueeze(1)], dim=1)
+            lengths = lengths[index] + (~finished[index]).long()
+            finished = finished[index] | (tokens == end_symbol)
+            done = finished.view(-1, K).all(dim=1) | (t + 1 == max_len)  # (n,): sentences whose beams have all ended
+            if done.any():  # their best hypotheses are kept, and their rows leave the batch
+                _keep_winners(best, sentence, done, ys, scores, lengths, length_penalty)
+                if done.all():
+                    break
+                keep, rows = ~done, (~done).repeat_interleave(K)  # the sentences still decoding, and their rows
+                index, ys, lengths, finished = index[rows], ys[rows], lengths[rows], finished[rows]
+                scores, sentence, mask, cross = scores[keep], sentence[keep], mask[keep], [kv[:, keep] for kv in cross]
+            pending = None if K == 1 and not done.any() else index  # greedy's rows stay in place until one finishes
+        return [row[: row.index(end_symbol) + 1] if end_symbol in row else row for row in best]

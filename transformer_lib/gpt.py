@@ -313,7 +313,7 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int, temperature:
     return torch.cat(out, 1)
 
 
-# %% notebooks/10_gpt.ipynb cell 38
+# %% notebooks/10_gpt.ipynb cell 40
 def from_gpt2(source, config=None) -> GPT:
     """Our GPT holding the weights of a Hugging Face GPT2LMHeadModel, or of its state dict with its config (the
     config object or its to_dict()); in eval mode. Needs no transformers itself: it reads tensors and fields. Refuses

@@ -215,7 +215,7 @@ def make_model(src_vocab: int, tgt_vocab: int, n_layers: int = 6, d_model: int =
     return build_model(ModelConfig(src_vocab, tgt_vocab, n_layers, d_model, d_ff, n_heads, dropout, **options))
 
 
-# %% notebooks/04_model.ipynb cell 25
+# %% notebooks/04_model.ipynb cell 27
 def load_torch_transformer(model: EncoderDecoder, transformer: nn.Transformer) -> EncoderDecoder:
     """Copy the weights of an nn.Transformer (batch_first, relu) into model's encoder and decoder stacks.
 

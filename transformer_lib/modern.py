@@ -8,7 +8,6 @@ __all__ = [
     'SwiGLU',
     'rope_angles',
     'apply_rope',
-    'pairs_from_halves',
     'Attention',
     'BlockConfig',
     'Block',
@@ -17,6 +16,7 @@ __all__ = [
     'MODERN_SIZES',
     'one_change_variants',
     'cache_bytes_per_token',
+    'pairs_from_halves',
     'from_llama',
 ]
 
@@ -60,7 +60,7 @@ class RMSNorm(nn.Module):
         return (work * torch.rsqrt(work.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype) * self.weight
 
 
-# %% notebooks/11_modern.ipynb cell 8
+# %% notebooks/11_modern.ipynb cell 10
 class FeedForward(nn.Module):
     """The paper's w_2(relu(w_1 x)), with or without biases (chapter 3's PositionwiseFeedForward, bias optional)."""
 
@@ -95,7 +95,7 @@ class SwiGLU(nn.Module):
         return self.w_2(self.dropout(F.silu(self.w_1(x)) * self.w_3(x)))  # (B, T, d_model)
 
 
-# %% notebooks/11_modern.ipynb cell 11
+# %% notebooks/11_modern.ipynb cell 13
 def rope_angles(context: int, d_k: int, base: float = 10000.0) -> torch.Tensor:
     """(context, d_k / 2): the angle by which position p turns pair i, p * base^(-2i / d_k) (chapter 1's frequencies)."""
     check_rope(context, d_k, base)
@@ -121,27 +121,7 @@ def apply_rope(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
     return turned.to(x.dtype)
 
 
-# %% notebooks/11_modern.ipynb cell 17
-def pairs_from_halves(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
-    """A query or key projection stored for the half-split RoPE layout, its rows reordered for apply_rope.
-
-    The half-split layout (transformers' `rotate_half`) pairs dimension i of a head with i + d_k / 2; apply_rope
-    pairs 2i with 2i + 1, as Llama was trained. Hugging Face's conversion of Meta's checkpoints permuted these rows so
-    that rotate_half gives the interleaved pairs' scores; this undoes that permutation. In each head row i moves to 2i
-    and row i + d_k / 2 to 2i + 1: every pair turns by the same angle as before, queries and keys are reordered alike,
-    and a dot product does not depend on the order of its coordinates, so every score is unchanged. Pass a key
-    projection's own head count (n_kv_heads under grouped-query attention).
-
-    Shape:
-        weight: (n_heads * d_k, d_in), or a bias (n_heads * d_k,). output: the same shape.
-    """
-    check_head_rows(weight, n_heads)
-    d_k = weight.size(0) // n_heads
-    order = torch.arange(d_k).view(2, d_k // 2).T.flatten()  # 0, d_k/2, 1, d_k/2 + 1, ...
-    return weight.reshape(n_heads, d_k, -1)[:, order].reshape(weight.shape)
-
-
-# %% notebooks/11_modern.ipynb cell 20
+# %% notebooks/11_modern.ipynb cell 21
 class Attention(nn.Module):
     """Causal self-attention with n_kv_heads key/value heads (n_heads: multi-head; fewer: grouped-query; 1:
     multi-query), rotary positions when given angles, and optional biases.
@@ -185,7 +165,7 @@ class Attention(nn.Module):
         return self.w_o(out), (k, v)
 
 
-# %% notebooks/11_modern.ipynb cell 23
+# %% notebooks/11_modern.ipynb cell 26
 @dataclass
 class BlockConfig:
     """A decoder-only model's sizes and, one switch each, today's changes to the 2017 block (the defaults)."""
@@ -234,7 +214,7 @@ class Block(nn.Module):
         return x + self.dropout(self.ffn(self.norm_2(x))), kv
 
 
-# %% notebooks/11_modern.ipynb cell 24
+# %% notebooks/11_modern.ipynb cell 27
 class ModernGPT(nn.Module):
     """Chapter 10's decoder-only model built from Blocks: the 2017 block by default, today's with the switches.
 
@@ -291,7 +271,7 @@ class ModernGPT(nn.Module):
         return self.lm_head(self.norm(x))  # (B, T, vocab_size)
 
 
-# %% notebooks/11_modern.ipynb cell 25
+# %% notebooks/11_modern.ipynb cell 28
 def from_gpt(gpt) -> ModernGPT:
     """Chapter 10's GPT as a ModernGPT with the 2017 switches, the same weights."""
     check_instance("gpt", gpt, GPT, " (chapter 10's model)")
@@ -311,7 +291,7 @@ def from_gpt(gpt) -> ModernGPT:
     return model
 
 
-# %% notebooks/11_modern.ipynb cell 28
+# %% notebooks/11_modern.ipynb cell 32
 MODERN_SIZES = {  # budget -> the model and training of section 6's variants (benchmarks/modern.py trains them too)
     "smoke": dict(train=2000, merges=500, n_layers=2, d_model=64, n_heads=4, d_ff=192, epochs=1, warmup=40),
     "cpu": dict(train=None, merges=2000, n_layers=2, d_model=128, n_heads=4, d_ff=384, epochs=1, warmup=300),
@@ -333,7 +313,7 @@ def one_change_variants(base: BlockConfig) -> dict[str, BlockConfig]:
                                                 bias=False)}
 
 
-# %% notebooks/11_modern.ipynb cell 30
+# %% notebooks/11_modern.ipynb cell 34
 @torch.no_grad()
 def cache_bytes_per_token(model: ModernGPT, tokens: int = 32) -> float:
     """Bytes the key/value cache holds per token (all layers), measured after feeding `tokens` tokens."""
@@ -342,7 +322,27 @@ def cache_bytes_per_token(model: ModernGPT, tokens: int = 32) -> float:
     return sum(t.numel() * t.element_size() for kv in cache for t in kv) / tokens
 
 
-# %% notebooks/11_modern.ipynb cell 36
+# %% notebooks/11_modern.ipynb cell 42
+def pairs_from_halves(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """A query or key projection stored for the half-split RoPE layout, its rows reordered for apply_rope.
+
+    The half-split layout (transformers' `rotate_half`) pairs dimension i of a head with i + d_k / 2; apply_rope
+    pairs 2i with 2i + 1, as Llama was trained. Hugging Face's conversion of Meta's checkpoints permuted these rows so
+    that rotate_half gives the interleaved pairs' scores; this undoes that permutation. In each head row i moves to 2i
+    and row i + d_k / 2 to 2i + 1: every pair turns by the same angle as before, queries and keys are reordered alike,
+    and a dot product does not depend on the order of its coordinates, so every score is unchanged. Pass a key
+    projection's own head count (n_kv_heads under grouped-query attention).
+
+    Shape:
+        weight: (n_heads * d_k, d_in), or a bias (n_heads * d_k,). output: the same shape.
+    """
+    check_head_rows(weight, n_heads)
+    d_k = weight.size(0) // n_heads
+    order = torch.arange(d_k).view(2, d_k // 2).T.flatten()  # 0, d_k/2, 1, d_k/2 + 1, ...
+    return weight.reshape(n_heads, d_k, -1)[:, order].reshape(weight.shape)
+
+
+# %% notebooks/11_modern.ipynb cell 45
 def from_llama(source, config=None) -> ModernGPT:
     """A ModernGPT holding the weights of a Hugging Face LlamaForCausalLM, or of its state dict with its config (the
     config object or its to_dict()); in eval mode. Needs no transformers itself: it reads tensors and fields. Refuses

@@ -141,40 +141,38 @@ def loss_sum(model: EncoderDecoder, batch: Batch, criterion) -> torch.Tensor:
 
 
 # %% notebooks/05_training.ipynb cell 28
-def optimizer_step(model: EncoderDecoder, group: list, criterion, optimizer, clip_norm: float | None = 1.0,
-                   total=None) -> tuple[float, int]:
+def optimizer_step(model: EncoderDecoder, group: list, criterion, optimizer,
+                   clip_norm: float | None = 1.0) -> tuple[float, int]:
     """One optimizer step on the micro-batches of `group`; returns (mean loss per token, tokens in the step).
 
-    Gradient accumulation is exact: each micro-batch is weighted by its share of the step's tokens, so k micro-batches
-    give the update one batch holding all of them gives. `total(x)` sums x over the training processes (default: one
-    process); DistributedDataParallel averages the processes' gradients, so each one's loss is scaled by their number.
+    Gradient accumulation is exact: each micro-batch's summed loss is divided by the token count of the whole step,
+    so k micro-batches give the update one batch holding all of them gives.
     """
-    total = total or (lambda x: x)
     for batch in group:
         check_training_batch(batch)
-    n_tokens, world = int(total(sum(b.n_tokens for b in group))), int(total(1))
+    n_tokens = sum(b.n_tokens for b in group)
     if n_tokens == 0:
         raise ValueError("a step's batches hold no target tokens (all padding)")
     step_loss = 0.0
     for batch in group:
-        loss = loss_sum(model, batch, criterion) * world / n_tokens  # this micro-batch's share of the step's mean
+        loss = loss_sum(model, batch, criterion) / n_tokens  # this micro-batch's share of the step's mean
         loss.backward()
-        step_loss += loss.item() / world
+        step_loss += loss.item()
     if clip_norm is not None:
         nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    return total(step_loss), n_tokens
+    return step_loss, n_tokens
 
 
 def train_epoch(model: EncoderDecoder, batches, criterion, optimizer, scheduler=None, accum_steps: int = 1,
                 clip_norm: float | None = 1.0, history: list | None = None, progress=True,
-                desc: str = "train", total=None) -> float:
-    """One pass over `batches`, one optimizer_step per `accum_steps` batches; returns the mean loss per token.
+                desc: str = "train", step_fn=optimizer_step) -> float:
+    """One pass over `batches`, one step_fn per `accum_steps` batches; returns the mean loss per token.
 
     The scheduler moves once per optimizer step, not per micro-batch. Each step appends {step, loss, lr, tokens} to
     `history`. `progress` is True for a progress bar of this epoch, False for none, or a tqdm bar to advance (and
-    not close). `total` sums a number over the training processes (optimizer_step; chapter 8).
+    not close). `step_fn` takes one optimizer step (default: optimizer_step).
     """
     check_training_options(accum_steps, clip_norm)
     model.train()
@@ -183,7 +181,7 @@ def train_epoch(model: EncoderDecoder, batches, criterion, optimizer, scheduler=
     bar = tqdm(desc=desc, unit="step", disable=not progress, mininterval=1.0) if own_bar else progress
     while group := list(itertools.islice(batches, accum_steps)):
         lr = optimizer.param_groups[0]["lr"]
-        step_loss, n_tokens = optimizer_step(model, group, criterion, optimizer, clip_norm, total)
+        step_loss, n_tokens = step_fn(model, group, criterion, optimizer, clip_norm)
         if scheduler is not None:
             scheduler.step()
         total_loss, total_tokens = total_loss + step_loss * n_tokens, total_tokens + n_tokens

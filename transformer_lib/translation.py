@@ -13,8 +13,8 @@ __all__ = [
     'BleuScore',
     'bleu',
     'evaluate_bleu',
-    'TrainingRun',
     'wsd_rate',
+    'TrainingRun',
     'train_translation',
     'Pretrained',
     'pretrained',
@@ -29,21 +29,18 @@ from pathlib import Path
 from typing import NamedTuple
 
 import torch
-import torch.distributed as dist
-from torch import nn
 
+from transformer_lib import runs  # processes, resuming, locks and atomic saves: a run's machinery
 from transformer_lib.checks import translation as checks  # one line per entry point: its inputs, checked
 from transformer_lib.checks.core import as_device, as_dtype, as_paths
-from transformer_lib.checkpoint import (check_checkpoint, check_hypotheses, check_run_length, load_checkpoint,
-                                        pretrained_path, scoring_tokenizer)
-from transformer_lib.data import (SubwordTokenizer, Tokenizer, Vocab, bucket_batches, detokenize, encode_pairs,
+from transformer_lib.checkpoint import check_checkpoint, check_hypotheses, load_checkpoint, pretrained_path, scoring_tokenizer
+from transformer_lib.data import (SubwordTokenizer, Tokenizer, Vocab, bucket_batches, detokenize,
                                   load_translation_data, subword_tokenizers, tokenizer_from_dict)
 from transformer_lib.decoding import translate_tokens
-from transformer_lib.files import (JsonFile, locked_folder, read_training_state, restore_training_state,
-                                   save_training_state, write_safetensors)
+from transformer_lib.files import JsonFile, locked_folder, write_safetensors
 from transformer_lib.model import EncoderDecoder, ModelConfig, make_model
-from transformer_lib.runtime import all_reduce_sum, default_device, seed_everything
-from transformer_lib.training import LabelSmoothing, evaluate, make_optimizer, train_epoch
+from transformer_lib.runtime import default_device, seed_everything
+from transformer_lib.training import LabelSmoothing, evaluate, train_epoch
 
 
 # %% notebooks/08_translation.ipynb cell 5
@@ -238,6 +235,16 @@ def evaluate_bleu(model, pairs: list[tuple[str, str]], src_tok: Tokenizer, src_v
 
 
 # %% notebooks/08_translation.ipynb cell 28
+def wsd_rate(step: int, total: int, d_model: int, factor: float, warmup: int, cooldown: float) -> float:
+    """Warmup, stable, decay: the rate climbs linearly for `warmup` steps to the peak chapter 5's rate reaches there
+    (factor * d_model^-0.5 * warmup^-0.5), stays at it, and falls linearly over the last `cooldown` share of the
+    run's `total` steps, to zero after the last one. Steps count from 1."""
+    checks.check_wsd(step, total, d_model, factor, warmup, cooldown)
+    peak = factor * d_model**-0.5 * warmup**-0.5
+    return peak * max(0.0, min(step / warmup, 1.0, (total - step + 1) / (cooldown * total)))
+
+
+# %% notebooks/08_translation.ipynb cell 31
 @dataclass
 class TrainingRun:
     """What train_translation returns: the chosen model, and how it got there."""
@@ -248,144 +255,7 @@ class TrainingRun:
     path: Path  # the checkpoint of the kept model
 
 
-def _build(recipe: Recipe, data: TranslationData, device, speedup, world: int = 1):
-    """The model (seeded by the recipe), loss, optimizer and schedule a recipe asks for, and whether to train under
-    bfloat16 autocast (`speedup` decides, for a fast recipe)."""
-    checks.check_shared_vocab(recipe.shared_vocab, data.src_vocab, data.tgt_vocab)
-    seed_everything(recipe.seed)
-    pad = data.tgt_vocab.pad_idx
-    model = make_model(len(data.src_vocab), len(data.tgt_vocab), recipe.n_layers, recipe.d_model, recipe.d_ff,
-                       recipe.n_heads, recipe.dropout, norm_first=recipe.norm_first,
-                       share_embeddings=recipe.shared_vocab, pad_idx=pad).to(device)
-    criterion, bf16 = LabelSmoothing(len(data.tgt_vocab), pad, recipe.smoothing), False
-    if recipe.fast:  # e.g. chapter 9's speed_up: fused twins (the same parameters), bfloat16 where the hardware has it
-        model, criterion, bf16 = speedup(model, criterion, device)
-    optimizer, scheduler = make_optimizer(model, recipe.d_model, recipe.factor, recipe.warmup)
-    if recipe.cooldown:  # the same Adam, and a rate that knows where the run ends
-        total = recipe.epochs * (len(bucket_batches(data.train, recipe.max_tokens, pad)) // (world * recipe.accum_steps))
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: wsd_rate(
-            i + 1, total, recipe.d_model, recipe.factor, recipe.warmup, recipe.cooldown))
-    return model, criterion, optimizer, scheduler, bf16
-
-
-def wsd_rate(step: int, total: int, d_model: int, factor: float, warmup: int, cooldown: float) -> float:
-    """Warmup, stable, decay: the rate climbs linearly for `warmup` steps to the peak chapter 5's rate reaches there
-    (factor * d_model^-0.5 * warmup^-0.5), stays at it, and falls linearly over the last `cooldown` share of the
-    run's `total` steps, to zero after the last one. Steps count from 1."""
-    checks.check_wsd(step, total, d_model, factor, warmup, cooldown)
-    peak = factor * d_model**-0.5 * warmup**-0.5
-    return peak * max(0.0, min(step / warmup, 1.0, (total - step + 1) / (cooldown * total)))
-
-
-def _processes(device, log):
-    """(rank, world, log, total) of this process: under torch.distributed, its rank among `world` processes, a log
-    that only process 0 writes to and `total(x)`, x summed over the processes; else (0, 1, log, None)."""
-    if not (dist.is_available() and dist.is_initialized()):
-        return 0, 1, log, None
-    rank = dist.get_rank()
-    return (rank, dist.get_world_size(), log if rank == 0 else (lambda *_: None),
-            lambda x: all_reduce_sum(float(x), device))
-
-
-def _validation_batches(recipe: Recipe, data: TranslationData, device) -> list:
-    """The validation pairs as batches on `device`, in a fixed order."""
-    examples = encode_pairs(data.val, data.src_tok, data.tgt_tok, data.src_vocab, data.tgt_vocab)
-    return [b.to(device) for b in bucket_batches(examples, recipe.max_tokens, data.tgt_vocab.pad_idx, shuffle=False)]
-
-
-# %% notebooks/08_translation.ipynb cell 30
-def _epoch_batches(recipe: Recipe, data: TranslationData, epoch: int, rank: int, world: int, device) -> list:
-    """This process's share of the epoch's shuffled buckets, the same number for every process."""
-    torch.manual_seed(recipe.seed * 100_003 + epoch * 1_009 + rank)  # dropout: per epoch and process
-    examples = data.train if not recipe.bpe_dropout else encode_pairs(  # BPE-dropout: this epoch's own cut
-        data.train_text, data.src_tok, data.tgt_tok, data.src_vocab, data.tgt_vocab, recipe.bpe_dropout, recipe.seed + epoch)
-    batches = bucket_batches(examples, recipe.max_tokens, data.tgt_vocab.pad_idx, seed=recipe.seed + epoch)
-    per_step = world * recipe.accum_steps  # every process takes the same number of steps
-    checks.check_epoch_batches(len(batches), recipe.accum_steps, world)  # at least one step
-    return [b.to(device) for b in batches[: len(batches) // per_step * per_step][rank::world]]
-
-
-def _save_epoch(out_dir: Path, recipe: Recipe, data: TranslationData, model, optimizer, scheduler, history: list,
-                log, epoch: int, seconds: float, train_loss: float, val_loss: float) -> None:
-    """Score (greedy BLEU, every bleu_every epochs), log, and write the epoch's checkpoint and the training state."""
-    entry = {"epoch": epoch, "step": scheduler.last_epoch, "seconds": round(seconds, 1),
-             "train_loss": round(train_loss, 4), "val_loss": round(val_loss, 4)}
-    if epoch % recipe.bleu_every == 0 or epoch == recipe.epochs:
-        score = evaluate_bleu(model, data.val, data.src_tok, data.src_vocab, data.tgt_vocab, 1,
-                              lowercase=recipe.lower, tgt_tok=data.tgt_tok)
-        entry["val_bleu"], entry["val_sacrebleu"] = round(score.tokenized, 2), round(score.sacrebleu, 2)
-    history.append(entry)
-    log(", ".join(f"{k} {v}" for k, v in entry.items()))
-    save_checkpoint(out_dir / f"epoch_{epoch:03d}.safetensors", model, data.src_vocab, data.tgt_vocab,
-                    tokenizers=(data.src_tok, data.tgt_tok), lower=recipe.lower, **entry)
-    save_training_state(out_dir / "state.safetensors", model, optimizer, scheduler, recipe=recipe.to_dict(),
-                        epoch=epoch, history=history, seconds=entry["seconds"], src_vocab=data.src_vocab.itos,
-                        tgt_vocab=data.tgt_vocab.itos)
-    (out_dir / f"epoch_{epoch - recipe.average_last:03d}.safetensors").unlink(missing_ok=True)
-
-
-# %% notebooks/08_translation.ipynb cell 32
-def _resume(path: Path, recipe: Recipe, data: TranslationData, model, optimizer, scheduler) -> tuple[int, list, float]:
-    """Restore the state written after the last finished epoch; returns (epoch, history, seconds)."""
-    tensors, info = read_training_state(path)  # refuses a file that is damaged
-    checks.check_training_state(path, info)  # a training state, not a checkpoint or another file
-    checks.check_resumable(path, Recipe.from_dict(info["recipe"]).to_dict(), recipe.to_dict())
-    checks.check_resume_data(path, info, tensors, model, data.src_vocab, data.tgt_vocab)  # same vocabularies
-    check_run_length(path.parent, info["epoch"], recipe.epochs)  # fewer epochs would rewrite its record untruly
-    restore_training_state(tensors, info, model, optimizer, scheduler)
-    return info["epoch"], info["history"], info["seconds"]
-
-
-# %% notebooks/08_translation.ipynb cell 34
-def _finish(recipe: Recipe, out_dir: Path, data: TranslationData, history: list, device, log) -> TrainingRun:
-    """Average the last checkpoints, keep the better of average and last epoch as model.safetensors."""
-    final = out_dir / "model.safetensors"
-    if final.exists():
-        model, _, _, info = load_checkpoint(final, device)
-        if info.get("history") == history and info.get("recipe") == recipe.to_dict():  # chosen by this recipe already
-            return TrainingRun(model, data, history, info["scores"], final)
-    last = history[-1]["epoch"]
-    paths = [out_dir / f"epoch_{e:03d}.safetensors" for e in range(max(1, last - recipe.average_last + 1), last + 1)]
-    paths = [p for p in paths if p.exists()]
-    candidates = {"last": load_checkpoint(paths[-1], device)[0]}
-    if len(paths) > 1:  # an average of one checkpoint would be the last one, scored twice
-        candidates[f"average of {len(paths)}"] = average_checkpoints(paths, device)[0]
-    scores = {}
-    for name, candidate in candidates.items():
-        score = evaluate_bleu(candidate, data.val, data.src_tok, data.src_vocab, data.tgt_vocab, recipe.beam_size,
-                              recipe.length_penalty, recipe.lower, data.tgt_tok)
-        scores[name] = {"sacrebleu": round(score.sacrebleu, 2), "tokenized": round(score.tokenized, 2)}
-        log(f"validation, beam {recipe.beam_size}, {name}: {score}")
-    kept = max(scores, key=lambda name: scores[name]["tokenized"])
-    scores["kept"] = kept
-    model = candidates[kept]
-    save_checkpoint(final, model, data.src_vocab, data.tgt_vocab, tokenizers=(data.src_tok, data.tgt_tok),
-                    lower=recipe.lower, recipe=recipe.to_dict(), history=history, scores=scores, data=data.source)
-    model.vocabs, model.lower = (data.src_vocab, data.tgt_vocab), recipe.lower
-    model.tokenizers = data.src_tok, data.tgt_tok
-    return TrainingRun(model, data, history, scores, final)
-
-
-def _close(recipe: Recipe, out_dir: Path, data: TranslationData, model, history: list, rank: int, device,
-           log) -> TrainingRun:
-    """The end of a run: process 0 writes the last checkpoint again if it went missing and keeps the final model
-    (_finish); under torch.distributed the other processes wait for it."""
-    distributed = dist.is_available() and dist.is_initialized()
-    if rank != 0:  # process 0 averages, scores and writes the final model
-        dist.barrier()
-        return TrainingRun(model, data, history, {}, out_dir / "model.safetensors")
-    last = out_dir / f"epoch_{history[-1]['epoch']:03d}.safetensors"
-    if not last.exists():  # deleted since: the training state holds the same weights
-        log(f"{last} is missing; writing it again from the training state")
-        save_checkpoint(last, model, data.src_vocab, data.tgt_vocab, tokenizers=(data.src_tok, data.tgt_tok),
-                        lower=recipe.lower, **history[-1])
-    run = _finish(recipe, out_dir, data, history, device, log)
-    if distributed:
-        dist.barrier()
-    return run
-
-
-# %% notebooks/08_translation.ipynb cell 36
+# %% notebooks/08_translation.ipynb cell 33
 def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = None, resume: bool = True,
                       device=None, progress=True, log=print, speedup=None) -> TrainingRun:
     """Train a translation model by `recipe`, writing checkpoints to `out_dir`.
@@ -399,37 +269,38 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
     Under torch.distributed (e.g. torchrun) each process trains a DistributedDataParallel replica on its share of
     the batches (a step sees N x accum_steps batches); process 0 alone evaluates BLEU and writes files. A fast
     recipe needs `speedup(model, criterion, device) -> (model, criterion, bf16)`, e.g. chapter 9's `speed_up`.
+    The machinery lives in transformer_lib.runs.
     """
     checks.check_training_run(recipe, Recipe, data, TranslationData, out_dir, speedup)
     device = as_device("device", device) if device is not None else default_device()
-    rank, world, log, total = _processes(device, log)  # one process, or one of several under torch.distributed
+    rank, world, log = runs.processes(log)  # one process, or one of several under torch.distributed
+    tools = runs.Tools(save_checkpoint, average_checkpoints, evaluate_bleu)  # how a run saves, averages, scores
     with locked_folder(out_dir, lock=rank == 0) as out_dir:  # a second training on the folder is refused
         data = data if data is not None else prepare_data(recipe)
-        model, criterion, optimizer, scheduler, bf16 = _build(recipe, data, device, speedup, world)
-        trained = nn.parallel.DistributedDataParallel(model) if total else model  # several processes: a replica each
-        val_batches = _validation_batches(recipe, data, device)
+        model, criterion, optimizer, scheduler, bf16 = runs.build(recipe, data, device, speedup, world, wsd_rate)
+        trained, step_fn = runs.replica(model)  # several processes: a DistributedDataParallel replica each
+        val_batches = runs.validation_batches(recipe, data, device)
         done, history, seconds = 0, [], 0.0
-        if resume and (out_dir / "state.safetensors").exists():
-            done, history, seconds = _resume(out_dir / "state.safetensors", recipe, data, model, optimizer,
-                                             scheduler)
-            log(f"resuming {out_dir} after epoch {done} ({seconds:.0f}s of training so far)")
+        if resume:  # after the last finished epoch, if the folder holds a training state
+            done, history, seconds = runs.resume(out_dir, recipe, data, model, optimizer, scheduler, log)
         for epoch in range(done + 1, recipe.epochs + 1):
             start = time.perf_counter()
             # no weight cache: one cache for the epoch would reuse the first step's bfloat16 weights in every step
             with torch.autocast(device.type, torch.bfloat16, enabled=bf16, cache_enabled=False):
-                batches = _epoch_batches(recipe, data, epoch, rank, world, device)
+                batches = runs.epoch_batches(recipe, data, epoch, rank, world, device)
                 train_loss = train_epoch(trained, batches, criterion, optimizer, scheduler, recipe.accum_steps,
-                                         clip_norm=recipe.clip_norm, progress=progress and rank == 0,
-                                         desc=f"epoch {epoch}", total=total)
+                                         recipe.clip_norm, progress=progress and rank == 0, desc=f"epoch {epoch}",
+                                         step_fn=step_fn)
             val_loss = evaluate(model, val_batches, criterion)
             seconds += time.perf_counter() - start
             if rank == 0:  # process 0 alone scores and writes files
-                _save_epoch(out_dir, recipe, data, model, optimizer, scheduler, history, log, epoch, seconds,
-                            train_loss, val_loss)
-        return _close(recipe, out_dir, data, model, history, rank, device, log)
+                runs.save_epoch(out_dir, recipe, data, model, optimizer, scheduler, history, log, tools, epoch,
+                                seconds, train_loss, val_loss)
+        model, scores, path = runs.close(recipe, out_dir, data, model, history, rank, device, log, tools)
+    return TrainingRun(model, data, history, scores, path)
 
 
-# %% notebooks/08_translation.ipynb cell 53
+# %% notebooks/08_translation.ipynb cell 50
 class Pretrained(NamedTuple):
     """The shipped model with what it needs to read German and write English."""
     model: EncoderDecoder  # carries its vocabularies and tokenizers, so translate(model, sentence) works

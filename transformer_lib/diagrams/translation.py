@@ -29,7 +29,7 @@ def training_run() -> Drawing:
     _frame(d, 20, 108, 760, 318, "for each epoch", "train_translation")
     _frame(d, 40, 136, 720, 136, "for each batch", "train_epoch (chapter 5)")
     y = 184
-    batch = d.box(52, y, 112, 54, "batch", part="tensor", sub="_epoch_batches")
+    batch = d.box(52, y, 112, 54, "batch", part="tensor", sub="runs.epoch_batches")
     model = d.box(272, y, 112, 54, "model", part="output", sub="EncoderDecoder")
     loss = d.box(526, y, 100, 54, "loss", sub="LabelSmoothing")
     step = d.box(644, y, 108, 54, "step", sub="Adam, schedule")
@@ -61,7 +61,7 @@ def training_run() -> Drawing:
     avg = d.box(30, 510, 170, 46, "average of the last", part="tensor", sub="average_last", size=13)
     d.arrow([(last.cx - 40, 426), (last.cx - 40, last.y)], head=7)
     d.text(last.cx - 32, 443, "after the last epoch", size=11, anchor="start", color=MUTED)
-    fin = d.box(250, 478, 226, 58, "keep the better", mono=False, sub="_finish: val BLEU, beam search")
+    fin = d.box(250, 478, 226, 58, "keep the better", mono=False, sub="runs.finish: val BLEU, beam search")
     kept = d.box(502, 484, 150, 46, "model.safetensors", part="tensor", size=12, mono=True)
     test = d.box(676, 484, 108, 46, "test2016", sub="BLEU, once")
     d.arrow([last.right, (235, last.cy), (235, fin.cy - 10), (fin.x, fin.cy - 10)], head=7)

@@ -1,0 +1,228 @@
+# Hand-written tool module (not generated from a notebook).
+"""What a training run needs around chapter 8's loop: processes, resuming, locks and atomic saves.
+
+Chapter 8's `train_translation` is the loop; this module keeps the machinery out of its way:
+
+- **processes**: under `torch.distributed` (e.g. `torchrun`) each process trains a DistributedDataParallel replica on
+  every N-th batch, sums each step's token count over all processes (`distributed_step`), and process 0 alone
+  scores, logs and writes files;
+- **resuming**: an epoch's batches, dropout masks and BPE-dropout cut depend only on the recipe's seed and the
+  epoch's number, and the training state (weights, Adam's moments, the schedule, the random state) is saved after
+  every epoch, so a stopped run continues after its last finished epoch and ends with the same weights;
+- **files**: every checkpoint and training state is written atomically (`transformer_lib.files`), the run folder is
+  locked against a second training, and at the end the better of the last epoch and the average of the last ones
+  becomes `model.safetensors`.
+
+It imports nothing from chapter 8: `train_translation` hands it the chapter's own functions (`Tools`).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, NamedTuple
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from transformer_lib.checks import translation as checks
+from transformer_lib.checks.training import check_training_batch
+from transformer_lib.checkpoint import check_run_length, load_checkpoint
+from transformer_lib.data import bucket_batches, encode_pairs
+from transformer_lib.files import read_training_state, restore_training_state, save_training_state
+from transformer_lib.model import make_model
+from transformer_lib.runtime import all_reduce_sum, seed_everything
+from transformer_lib.training import LabelSmoothing, loss_sum, make_optimizer, optimizer_step
+
+__all__ = ["Tools", "processes", "distributed", "replica", "distributed_step", "build", "validation_batches",
+           "epoch_batches", "resume", "save_epoch", "finish", "close"]
+
+
+class Tools(NamedTuple):
+    """The chapter's own functions a run calls: chapter 8 passes save_checkpoint, average_checkpoints and
+    evaluate_bleu."""
+    save: Callable  # save_checkpoint(path, model, src_vocab, tgt_vocab, tokenizers=..., **info)
+    average: Callable  # average_checkpoints(paths, device) -> (model, src_vocab, tgt_vocab, info)
+    score: Callable  # evaluate_bleu(model, pairs, src_tok, src_vocab, tgt_vocab, beam_size, ...) -> BleuScore
+
+
+# ---- processes
+
+
+def distributed() -> bool:
+    """Whether this process is one of a torch.distributed run."""
+    return dist.is_available() and dist.is_initialized()
+
+
+def processes(log) -> tuple[int, int, Callable]:
+    """(rank, world, log) of this process: under torch.distributed its rank among `world` processes and a log that
+    only process 0 writes to; else (0, 1, log)."""
+    if not distributed():
+        return 0, 1, log
+    rank = dist.get_rank()
+    return rank, dist.get_world_size(), log if rank == 0 else (lambda *_: None)
+
+
+def distributed_step(model, group: list, criterion, optimizer, clip_norm: float | None = 1.0) -> tuple[float, int]:
+    """Chapter 5's optimizer_step for one of several processes: each micro-batch's loss is divided by the step's
+    token count summed over all processes, so the step is exact across them too. DistributedDataParallel averages
+    the processes' gradients, so each one's loss is scaled by their number. Returns (mean loss per token over all
+    processes, tokens in the step over all processes)."""
+    for batch in group:
+        check_training_batch(batch)
+    device, world = group[0].src.device, dist.get_world_size()
+    n_tokens = int(all_reduce_sum(float(sum(b.n_tokens for b in group)), device))
+    if n_tokens == 0:
+        raise ValueError("a step's batches hold no target tokens (all padding)")
+    step_loss = 0.0
+    for batch in group:
+        loss = loss_sum(model, batch, criterion) * world / n_tokens  # this micro-batch's share of the step's mean
+        loss.backward()
+        step_loss += loss.item() / world
+    if clip_norm is not None:
+        nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return all_reduce_sum(step_loss, device), n_tokens
+
+
+def replica(model) -> tuple[nn.Module, Callable]:
+    """(the module to train, its step function): under torch.distributed a DistributedDataParallel replica and
+    distributed_step; else the model itself and chapter 5's optimizer_step."""
+    if distributed():
+        return nn.parallel.DistributedDataParallel(model), distributed_step
+    return model, optimizer_step
+
+
+# ---- what a recipe builds, and the batches of an epoch
+
+
+def build(recipe, data, device, speedup=None, world: int = 1, cooled_rate: Callable | None = None):
+    """The model (seeded by the recipe), loss, optimizer and schedule a recipe asks for, and whether to train under
+    bfloat16 autocast (`speedup` decides, for a fast recipe). A recipe with a cooldown follows
+    `cooled_rate(step, total, d_model, factor, warmup, cooldown)` (chapter 8's wsd_rate) over the run's steps."""
+    checks.check_shared_vocab(recipe.shared_vocab, data.src_vocab, data.tgt_vocab)
+    seed_everything(recipe.seed)
+    pad = data.tgt_vocab.pad_idx
+    model = make_model(len(data.src_vocab), len(data.tgt_vocab), recipe.n_layers, recipe.d_model, recipe.d_ff,
+                       recipe.n_heads, recipe.dropout, norm_first=recipe.norm_first,
+                       share_embeddings=recipe.shared_vocab, pad_idx=pad).to(device)
+    criterion, bf16 = LabelSmoothing(len(data.tgt_vocab), pad, recipe.smoothing), False
+    if recipe.fast:  # e.g. chapter 9's speed_up: fused twins (the same parameters), bfloat16 where the hardware has it
+        model, criterion, bf16 = speedup(model, criterion, device)
+    optimizer, scheduler = make_optimizer(model, recipe.d_model, recipe.factor, recipe.warmup)
+    if recipe.cooldown:  # the same Adam, and a rate that knows where the run ends
+        total = recipe.epochs * (len(bucket_batches(data.train, recipe.max_tokens, pad)) // (world * recipe.accum_steps))
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: cooled_rate(
+            i + 1, total, recipe.d_model, recipe.factor, recipe.warmup, recipe.cooldown))
+    return model, criterion, optimizer, scheduler, bf16
+
+
+def validation_batches(recipe, data, device) -> list:
+    """The validation pairs as batches on `device`, in a fixed order."""
+    examples = encode_pairs(data.val, data.src_tok, data.tgt_tok, data.src_vocab, data.tgt_vocab)
+    return [b.to(device) for b in bucket_batches(examples, recipe.max_tokens, data.tgt_vocab.pad_idx, shuffle=False)]
+
+
+def epoch_batches(recipe, data, epoch: int, rank: int, world: int, device) -> list:
+    """This process's share of the epoch's shuffled buckets, the same number for every process. The batches, the
+    dropout masks and a BPE-dropout cut depend only on the recipe's seed and the epoch: what lets a resumed run
+    repeat exactly what the interrupted one would have done."""
+    torch.manual_seed(recipe.seed * 100_003 + epoch * 1_009 + rank)  # dropout: per epoch and process
+    examples = data.train if not recipe.bpe_dropout else encode_pairs(  # BPE-dropout: this epoch's own cut
+        data.train_text, data.src_tok, data.tgt_tok, data.src_vocab, data.tgt_vocab, recipe.bpe_dropout, recipe.seed + epoch)
+    batches = bucket_batches(examples, recipe.max_tokens, data.tgt_vocab.pad_idx, seed=recipe.seed + epoch)
+    per_step = world * recipe.accum_steps  # every process takes the same number of steps
+    checks.check_epoch_batches(len(batches), recipe.accum_steps, world)  # at least one step
+    return [b.to(device) for b in batches[: len(batches) // per_step * per_step][rank::world]]
+
+
+# ---- resuming, and the files of each epoch
+
+
+def resume(out_dir: Path, recipe, data, model, optimizer, scheduler, log) -> tuple[int, list, float]:
+    """Restore the state written after the last finished epoch, if the folder has one; returns (epoch, history,
+    seconds), (0, [], 0.0) for a fresh run. The state must come from the same recipe (the number of epochs and the
+    beam search may differ) and data with the same vocabularies; all is checked before any step."""
+    path = Path(out_dir) / "state.safetensors"
+    if not path.exists():
+        return 0, [], 0.0
+    tensors, info = read_training_state(path)  # refuses a file that is damaged
+    checks.check_training_state(path, info)  # a training state, not a checkpoint or another file
+    checks.check_resumable(path, type(recipe).from_dict(info["recipe"]).to_dict(), recipe.to_dict())
+    checks.check_resume_data(path, info, tensors, model, data.src_vocab, data.tgt_vocab)  # same vocabularies
+    check_run_length(path.parent, info["epoch"], recipe.epochs)  # fewer epochs would rewrite its record untruly
+    restore_training_state(tensors, info, model, optimizer, scheduler)
+    log(f"resuming {out_dir} after epoch {info['epoch']} ({info['seconds']:.0f}s of training so far)")
+    return info["epoch"], info["history"], info["seconds"]
+
+
+def save_epoch(out_dir: Path, recipe, data, model, optimizer, scheduler, history: list, log, tools: Tools,
+               epoch: int, seconds: float, train_loss: float, val_loss: float) -> None:
+    """Score (greedy BLEU, every bleu_every epochs), log, and write the epoch's checkpoint and the training state;
+    remove the checkpoint that averaging will no longer need."""
+    entry = {"epoch": epoch, "step": scheduler.last_epoch, "seconds": round(seconds, 1),
+             "train_loss": round(train_loss, 4), "val_loss": round(val_loss, 4)}
+    if epoch % recipe.bleu_every == 0 or epoch == recipe.epochs:
+        score = tools.score(model, data.val, data.src_tok, data.src_vocab, data.tgt_vocab, 1,
+                            lowercase=recipe.lower, tgt_tok=data.tgt_tok)
+        entry["val_bleu"], entry["val_sacrebleu"] = round(score.tokenized, 2), round(score.sacrebleu, 2)
+    history.append(entry)
+    log(", ".join(f"{k} {v}" for k, v in entry.items()))
+    tools.save(out_dir / f"epoch_{epoch:03d}.safetensors", model, data.src_vocab, data.tgt_vocab,
+               tokenizers=(data.src_tok, data.tgt_tok), lower=recipe.lower, **entry)
+    save_training_state(out_dir / "state.safetensors", model, optimizer, scheduler, recipe=recipe.to_dict(),
+                        epoch=epoch, history=history, seconds=entry["seconds"], src_vocab=data.src_vocab.itos,
+                        tgt_vocab=data.tgt_vocab.itos)
+    (out_dir / f"epoch_{epoch - recipe.average_last:03d}.safetensors").unlink(missing_ok=True)
+
+
+# ---- the end of a run
+
+
+def finish(recipe, out_dir: Path, data, history: list, device, log, tools: Tools) -> tuple[nn.Module, dict, Path]:
+    """Put the last epoch against the average of the last `average_last`, each scored with beam search on the
+    validation set, and keep the better as model.safetensors; returns (model, scores, path). A final model already
+    chosen by this recipe is returned as it is; resumed with another beam search, the run chooses again."""
+    final = out_dir / "model.safetensors"
+    if final.exists():
+        model, _, _, info = load_checkpoint(final, device)
+        if info.get("history") == history and info.get("recipe") == recipe.to_dict():  # chosen by this recipe already
+            return model, info["scores"], final
+    last = history[-1]["epoch"]
+    paths = [out_dir / f"epoch_{e:03d}.safetensors" for e in range(max(1, last - recipe.average_last + 1), last + 1)]
+    paths = [p for p in paths if p.exists()]
+    candidates = {"last": load_checkpoint(paths[-1], device)[0]}
+    if len(paths) > 1:  # an average of one checkpoint would be the last one, scored twice
+        candidates[f"average of {len(paths)}"] = tools.average(paths, device)[0]
+    scores = {}
+    for name, candidate in candidates.items():
+        score = tools.score(candidate, data.val, data.src_tok, data.src_vocab, data.tgt_vocab, recipe.beam_size,
+                            recipe.length_penalty, recipe.lower, data.tgt_tok)
+        scores[name] = {"sacrebleu": round(score.sacrebleu, 2), "tokenized": round(score.tokenized, 2)}
+        log(f"validation, beam {recipe.beam_size}, {name}: {score}")
+    kept = max(scores, key=lambda name: scores[name]["tokenized"])
+    scores["kept"] = kept
+    model = candidates[kept]
+    tools.save(final, model, data.src_vocab, data.tgt_vocab, tokenizers=(data.src_tok, data.tgt_tok),
+               lower=recipe.lower, recipe=recipe.to_dict(), history=history, scores=scores, data=data.source)
+    model.vocabs, model.lower = (data.src_vocab, data.tgt_vocab), recipe.lower
+    model.tokenizers = data.src_tok, data.tgt_tok
+    return model, scores, final
+
+
+def close(recipe, out_dir: Path, data, model, history: list, rank: int, device, log,
+          tools: Tools) -> tuple[nn.Module, dict, Path]:
+    """The end of a run: process 0 writes the last checkpoint again if it went missing and keeps the final model
+    (finish); under torch.distributed the other processes wait for it. Returns (model, scores, path)."""
+    if rank != 0:  # process 0 averages, scores and writes the final model
+        dist.barrier()
+        return model, {}, out_dir / "model.safetensors"
+    last = out_dir / f"epoch_{history[-1]['epoch']:03d}.safetensors"
+    if not last.exists():  # deleted since: the training state holds the same weights
+        log(f"{last} is missing; writing it again from the training state")
+        tools.save(last, model, data.src_vocab, data.tgt_vocab, tokenizers=(data.src_tok, data.tgt_tok),
+                   lower=recipe.lower, **history[-1])
+    kept = finish(recipe, out_dir, data, history, device, log, tools)
+    if distributed():
+        dist.barrier()
+    return kept
