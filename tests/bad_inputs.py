@@ -917,6 +917,14 @@ def _(tmp): F.has_bf16("gpu")
 def _(tmp): F.FastBeamSearch(nn.Linear(4, 4))
 
 
+@case("PackedDecoder(model)", "a module that is not an EncoderDecoder", TypeError, "model", "EncoderDecoder")
+def _(tmp): F.PackedDecoder(nn.Linear(4, 4))
+
+
+@case("PackedDecoder(model, dtype)", "a dtype name torch does not know", ValueError, "dtype='float17'")
+def _(tmp): F.PackedDecoder(tiny_model(), "float17")
+
+
 @case("pack_decoder(model, dtype)", "a dtype name torch does not know", ValueError, "dtype='float17'")
 def _(tmp): F.pack_decoder(tiny_model(), "float17")
 
