@@ -1,5 +1,5 @@
 # Hand-written tool module (not generated from a notebook).
-"""The model as a whole: the paper's Figure 1 redrawn, and the "where we are" maps that open chapters 1 to 5 and 7."""
+"""The model as a whole: the paper's Figure 1 redrawn, and the "where we are" maps that open the chapters."""
 from __future__ import annotations
 
 from transformer_lib.diagrams import diagram
@@ -124,6 +124,8 @@ MAPS = {
     5: (None, "Chapter 5 trains the whole model, end to end"),
     7: ({"tgt_embed", "masked_attn", "cross_attn", "dec_ffn", "dec_norm", "generator"},
         "Chapter 7 runs the decoder one token at a time"),
+    9: ({"self_attn", "masked_attn", "cross_attn", "norm", "dec_norm", "generator"},
+        "Chapter 9 gives attention, layer norm and the loss fast twins"),
 }
 
 
