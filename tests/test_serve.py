@@ -2,6 +2,7 @@
 
 CTranslate2 is the optional `serve` dependency; requirements.txt installs it, so CI runs every test here.
 """
+import io
 import json
 
 import pytest
@@ -82,7 +83,7 @@ def test_int8_export_is_smaller_and_translates(tmp_path):
     assert len(out) == 4 and all(isinstance(t, str) for hyp in out for t in hyp)
 
 
-def test_export_and_translate_commands(tmp_path, capsys):
+def test_export_and_translate_commands(tmp_path, capsys, monkeypatch):
     src, tgt = vocabularies()
     model = model_of(src, tgt, norm_first=True)
     checkpoint = save_checkpoint(tmp_path / "model.safetensors", model, src, tgt, lower=True)
@@ -94,6 +95,10 @@ def test_export_and_translate_commands(tmp_path, capsys):
     from transformer_lib.translation import translate
 
     assert lines == translate(model, [PAIRS[0][0], PAIRS[1][0]], beam_size=1)
+    # with no sentence given, one per line from standard input, as the translate command reads them
+    monkeypatch.setattr("sys.stdin", io.StringIO(f"{PAIRS[0][0]}\n\n{PAIRS[1][0]}\n"))
+    assert serve.main(["translate", str(tmp_path / "ct2"), "--beam", "1"]) == 0
+    assert capsys.readouterr().out.splitlines() == [lines[0], "", lines[1]]
 
 
 def test_bad_exports_and_folders_are_named(tmp_path):

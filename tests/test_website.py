@@ -47,6 +47,19 @@ def _all_html(out):
 # ---- the build, read as files
 
 
+def test_the_docs_come_in_the_order_readme_lists_them(site):
+    """The sidebar's Reference part follows README's list of docs (the guide to commands first), not file names."""
+    _, out, pages = site
+    docs = [p.source for p in pages if p.kind == "doc"]
+    listed = re.findall(r"^- \[`?(docs/[\w.-]+\.md)`?\]", (ROOT / "README.md").read_text(encoding="utf-8"), re.M)
+    assert docs[:len(listed)] == listed and docs[0] == "docs/commands.md"
+    home = next(p for p in pages if p.kind == "home")
+    nav = _soup(out, home).select("nav.bd-links a")
+    shown = [a.get("href", "").split("#")[0].rsplit("/", 1)[-1] for a in nav]
+    assert [d for d in shown if d.endswith(".html") and f"docs/{d[:-5]}.md" in docs] == \
+        [Path(d).with_suffix(".html").name for d in docs]
+
+
 def test_every_chapter_solution_and_doc_is_a_page_in_reading_order(site):
     book, out, pages = site
     chapters = [p for p in pages if p.kind == "chapter"]

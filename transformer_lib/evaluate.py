@@ -16,11 +16,13 @@ import time
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m transformer_lib.evaluate", description=__doc__.split("\n")[0])
     parser.add_argument("--checkpoint", default=None, help="a model.safetensors (default: as translate)")
-    parser.add_argument("--split", choices=["test2016", "val", "train"], default="test2016")
+    parser.add_argument("--split", choices=["test2016", "val", "train"], default="test2016",
+                        help="the Multi30k split to score (default test2016, the paper's test set)")
     parser.add_argument("--beam", type=int, default=5, help="beam size; 1 for greedy decoding (default 5)")
     parser.add_argument("--length-penalty", type=float, default=0.6, help="beam search length penalty (default 0.6)")
     parser.add_argument("--limit", type=int, default=None, help="score only the first N pairs")
-    parser.add_argument("--device", choices=["auto", "cpu", "cuda", "mps"], default="auto")
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda", "mps"], default="auto",
+                        help="where to run (default auto: CUDA, else MPS, else the CPU)")
     args = parser.parse_args(argv)
     from transformer_lib.runtime import share_cores_in_command
 

@@ -3,6 +3,10 @@
 
     python -m transformer_lib.serve export OUT_DIR [--checkpoint PATH] [--quantization int8]
     python -m transformer_lib.serve translate OUT_DIR "Ein Hund rennt durch den Schnee." [--beam 5]
+    echo "Zwei Männer spielen Fußball." | python -m transformer_lib.serve translate OUT_DIR
+
+Sentences come from the arguments, else one per line from standard input, as `python -m transformer_lib.translate`
+reads them: every input line gets one output line, and a blank line stays blank.
 
 `export` writes a CTranslate2 model folder from a checkpoint of this book (default: the shipped model): the same
 weights under CTranslate2's names (query, key and value projections fused as it expects), our positional table,
@@ -234,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="store the weights in this type (default: float32)")
     run = sub.add_parser("translate", help="translate sentences with an exported model")
     run.add_argument("model", help="a folder written by export")
-    run.add_argument("sentences", nargs="+", help="German sentences")
+    run.add_argument("sentences", nargs="*", help="German sentences (default: one per line from standard input)")
     run.add_argument("--beam", type=int, default=5, help="beam size; 1 for greedy decoding (default 5)")
     run.add_argument("--threads", type=int, default=1, help="CPU threads (default 1)")
     args = parser.parse_args(argv)
@@ -261,7 +265,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--beam and --threads must be positive")
     try:
         served = CTranslate2Model(args.model, threads=args.threads)
-        texts = served.translate(args.sentences, beam_size=args.beam)
+        sentences = args.sentences or [line.rstrip("\r\n") for line in sys.stdin]
+        texts = served.translate(sentences, beam_size=args.beam) if sentences else []
     except (OSError, ValueError) as err:  # no model folder, a damaged one, a sentence longer than the model reads
         raise SystemExit(f"error: {err}") from None
     for text in texts:

@@ -72,6 +72,14 @@ def _page_map(book) -> dict[str, str]:
     return pages
 
 
+def _docs_in_reading_order(book, pages_of) -> list[str]:
+    """The docs/ pages in the order README's list of them gives, then any it does not list, by name."""
+    docs = sorted(p for p in pages_of if p.startswith("docs/"))
+    listed = re.findall(r"^- \[`?(docs/[\w.-]+\.md)`?\]", _source(book, "README.md").read_text(encoding="utf-8"), re.M)
+    order = {rel: i for i, rel in enumerate(dict.fromkeys(listed))}
+    return sorted(docs, key=lambda rel: (order.get(rel, len(order)), rel))
+
+
 def _title(markdown: str, default: str) -> str:
     m = re.search(r"^#\s+(.+?)\s*$", markdown, re.M)
     return m.group(1) if m else default
@@ -146,7 +154,7 @@ def assemble(book, src: Path) -> list[Page]:
           "these pages hold a worked solution to each.\n\n" + "\n".join(solution_rows) + "\n", "solution",
           "Worked solutions")
 
-    for rel in sorted(p for p in pages_of if p.startswith("docs/")):
+    for rel in _docs_in_reading_order(book, pages_of):
         text = page(rel)
         write(rel, text, "doc", _title(text, Path(rel).stem))
 
