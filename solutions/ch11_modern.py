@@ -8,7 +8,8 @@ def rms_norm(x: torch.Tensor, gain: torch.Tensor, eps: float) -> torch.Tensor:
 
 
 def swiglu_hidden(d_model: int, d_ff: int) -> int:
-    """Exercise 11.2: 3 d_model h = 2 d_model d_ff, so h = 2/3 d_ff."""
+    """Exercise 11.2: 3 d_model h = 2 d_model d_ff, so h = 2/3 d_ff, rounded to the nearest whole number of units.
+    Where 3 does not divide d_ff the two networks then differ by d_model weights, the least an integer h allows."""
     return round(2 * d_ff / 3)
 
 

@@ -870,6 +870,11 @@ def _(tmp): G.attention_frame(G.attention_maps(tiny_model(), [2, 3], [1, 2]), ["
 def _(tmp): G.plot_attention_grid({}, "self", [], [])
 
 
+@case("plot_attention_grid(maps, kind, ..., layers=...)", "a layer the maps do not have", ValueError, "layers", "from 1 to 1")
+def _(tmp): G.plot_attention_grid(G.attention_maps(tiny_model(), [2, 3], [1, 2]), "cross", ["ein", "mann"], ["<s>", "a"],
+                                  layers=[2])
+
+
 @case("attention_chart(frame, kind)", "an unknown kind", ValueError, "kind", "'decoder'")
 def _(tmp): G.attention_chart(None, "enc-dec")
 

@@ -232,6 +232,18 @@ def test_the_real_book_is_in_sync_with_its_package():
     assert bk.check(book) == []
 
 
+def test_each_chapter_is_called_by_one_name_in_its_heading_book_yml_readme_and_its_module():
+    """A chapter's title reads the same wherever it is named: its heading, book.yml, README's table, its module."""
+    book = bk.load_book(ROOT)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for number, chapter in enumerate(book.chapters, 1):
+        heading = nbformat.read(ROOT / chapter.file, 4).cells[0].source.splitlines()[0]
+        assert heading == f"# Chapter {number}: {chapter.title}", chapter.file
+        assert f"| {number} | [{chapter.title}]({chapter.file})" in readme, chapter.title
+        module = ROOT / "transformer_lib" / f"{chapter.module}.py"
+        assert f'"""{chapter.title}: ' in module.read_text(encoding="utf-8"), module
+
+
 def test_every_chapter_has_a_colab_badge_and_install_cell_for_the_book_repository():
     book = bk.load_book(ROOT)
     assert book.repository

@@ -91,6 +91,20 @@ def test_chapter_5_prose_matches_its_copy_task_run():
     assert r["test_accuracy"] == 1.0 and r["steps"] < 2000
 
 
+def test_chapter_5_names_the_spike_its_log_shows():
+    spike, run = RESULTS["training.copy_task_spike"], RESULTS["training.copy_task"]
+    assert "The log and the plot show a spike: at one evaluation the validation loss jumps and the accuracy falls" in \
+        " ".join(markdown(5).split())
+    assert spike["loss_after"] > spike["loss_before"] and spike["after"] < spike["before"]
+    assert spike["step_after"] < run["steps"]  # the evaluations after it recovered: training stopped at 100%
+    nb = nbformat.read(ROOT / BOOK.chapters[4].file, as_version=4)
+    log = next("".join(o.get("text", "") for o in c.outputs) for c in nb.cells
+               if c.cell_type == "code" and "on_evaluation=show_evaluation" in c.source)
+    for step, loss, accuracy in ((spike["step_before"], spike["loss_before"], spike["before"]),
+                                 (spike["step_after"], spike["loss_after"], spike["after"])):
+        assert f"step {step:5d}: val loss {loss:.4f}, val accuracy {accuracy:6.1%}" in log  # the line under the plot
+
+
 def test_chapter_7_cache_is_faster_as_the_prose_says():
     r = RESULTS["decoding.kv_cache"]
     assert "what it saves" in markdown(7).lower()
@@ -105,17 +119,45 @@ def test_chapter_8_prose_matches_its_runs():
     assert "greedy BLEU climbs" in text and r["bleu_last"] > r["bleu_first"]
     info = records.shipped_info(BOOK)
     full = RESULTS["translation.full_run"]  # the line under chapter 8's table, rendered from the shipped file
-    assert "the line under the table says what it did in the `full` run" in text
+    assert "The line under the table says what averaging did in the `full` run" in text
     average = next(name for name in info["scores"] if name.startswith("average"))
     assert (full["average_tokenized"], full["last_tokenized"], full["epochs"]) == (
         info["scores"][average]["tokenized"], info["scores"]["last"]["tokenized"], len(info["history"]))
     assert full["kept"] == ("average" if info["scores"]["kept"] == average else "last epoch")
+    # section 5: at the settled end of the full run, averaging lost by less than the recipe's seeds scatter
+    said = " ".join(text.split())
+    assert "flat for its last ten epochs" in said and "the average of its last 5 epochs scored below the last epoch" in said
+    losses = [h["val_loss"] for h in info["history"][-10:]]
+    assert max(losses) - min(losses) < 0.05 and average == "average of 5" and info["scores"]["kept"] == "last"
+    assert 0 < info["scores"]["last"]["tokenized"] - info["scores"][average]["tokenized"] < 1
+    recorded = json.loads((ROOT / records.RECIPES_FILE).read_text())
+    seeds = next(r for r in recorded["seeds"]["recipes"] if r["name"] == recorded["winner"])
+    assert info["scores"]["last"]["sacrebleu"] - info["scores"][average]["sacrebleu"] < seeds["val_sacrebleu"]["sd"]
+    assert "Two other seeds of the same recipe kept their average" in said
+    assert [r["kept"] for r in seeds["runs"] if r["seed"] != 0] == ["average of 5"] * 2
     assert f"{full['epochs']} epochs are what a real model takes" in text
     assert shipped["test_pairs"] == 1000 and shipped["val_pairs"] == 1014
     assert shipped["test_sacrebleu"] >= 42  # the shipped model's promise on test2016
     # scored again by chapter 8's run: what the training run scored when it ended
     assert abs(shipped["val_sacrebleu"] - info["scores"]["last"]["sacrebleu"]) < 0.1
     assert abs(shipped["val_tokenized"] - info["scores"]["last"]["tokenized"]) < 0.1
+
+
+def test_the_translators_domain_is_said_where_a_reader_meets_the_translator(capsys):
+    """Chapter 8, translate()'s docstring, the translate command's --help, the README and docs/commands.md."""
+    from transformer_lib import translate as translate_cli
+    from transformer_lib.translation import translate
+
+    with pytest.raises(SystemExit):
+        translate_cli.main(["--help"])
+    domain = "captions of photographs: people, animals, places and actions, in short sentences"
+    places = {"chapter 8": markdown(8), "translate()": translate.__doc__, "--help": capsys.readouterr().out,
+              "README.md": (ROOT / "README.md").read_text(), "docs/commands.md": (ROOT / "docs/commands.md").read_text()}
+    missing = [where for where, text in places.items() if domain not in " ".join(text.split()).replace("**", "")]
+    assert not missing, f"the domain sentence is missing from {missing}"
+    nb = nbformat.read(ROOT / BOOK.chapters[7].file, as_version=4)  # chapter 8 shows a sentence outside it failing
+    shown = [c for c in nb.cells if c.cell_type == "code" and "Ich habe heute keine Zeit" in c.source]
+    assert len(shown) == 1 and "assert" in shown[0].source and "comes back as nonsense" in markdown(8)
 
 
 def test_chapter_9_trains_the_speedrun_record_within_ten_minutes_and_says_what_the_record_reached():

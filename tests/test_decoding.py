@@ -162,9 +162,10 @@ def test_attention_frame_labels_rows_and_columns_by_side(maps):
 @pytest.mark.parametrize("kind", list(ATTENTION_AXES))
 def test_static_grid_puts_the_right_tokens_on_each_axis(maps, kind):
     src_tokens, tgt_tokens, m = maps
-    fig = plot_attention_grid(m, kind, src_tokens, tgt_tokens)
+    marked = [t if i == 0 or t == "." else "▁" + t for i, t in enumerate(src_tokens)]  # as subwords write them
+    fig = plot_attention_grid(m, kind, marked, tgt_tokens)
     rows, cols = ATTENTION_AXES[kind]
-    tokens = {"source": src_tokens, "target": tgt_tokens}
+    tokens = {"source": src_tokens, "target": tgt_tokens}  # the labels: without the space mark ▁
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == tokens[rows]
     assert [t.get_text() for t in ax.get_xticklabels()] == tokens[cols]
@@ -174,6 +175,21 @@ def test_static_grid_puts_the_right_tokens_on_each_axis(maps, kind):
     assert len(panels) == N_LAYERS * N_HEADS
     assert len(bars) == 1 and bars[0].get_ylabel() == "attention weight" and bars[0].get_ylim() == (0.0, 1.0)
     plt.close(fig)
+
+
+def test_static_grid_draws_the_layers_asked_for_wrapped_at_per_row(maps):
+    src_tokens, tgt_tokens, m = maps
+    stacked = {kind: torch.cat([w, w.flip(-1)]) for kind, w in m.items()}  # two layers, the second mirrored
+    fig = plot_attention_grid(stacked, "cross", src_tokens, tgt_tokens, layers=[2], per_row=3)
+    panels = [a for a in fig.axes if a.get_label() != "<colorbar>"]
+    assert len(panels) == N_HEADS and [a.get_title() for a in panels] == [f"head {h + 1}" for h in range(N_HEADS)]
+    assert (panels[0].get_images()[0].get_array() == stacked["cross"][1, 0].numpy()).all()  # layer 2, not layer 1
+    assert "layer 2" in fig._suptitle.get_text()
+    plt.close(fig)
+    with pytest.raises(ValueError, match="layers must be a non-empty list of layer numbers from 1 to 2"):
+        plot_attention_grid(stacked, "cross", src_tokens, tgt_tokens, layers=[3])
+    with pytest.raises(TypeError, match=r"layers must be a list of layer numbers, e.g. \[2\]"):
+        plot_attention_grid(stacked, "cross", src_tokens, tgt_tokens, layers=2)
 
 
 def test_interactive_chart_has_the_right_axes_and_tooltips(maps):

@@ -93,7 +93,12 @@ def _palette_colour(colour):
         return True
     # the one value scale, shade(v): on the line from (247, 251, 255) to (8, 69, 148)
     v = (247 - r) / (247 - 8)
-    return all(abs(round(lo + (hi - lo) * v) - c) <= 1 for lo, hi, c in zip((247, 251, 255), (8, 69, 148), (r, g, b)))
+    if all(abs(round(lo + (hi - lo) * v) - c) <= 1 for lo, hi, c in zip((247, 251, 255), (8, 69, 148), (r, g, b))):
+        return True
+    # the signed scale, for values in [-1, 1]: matplotlib's RdBu, as the chapters' heatmaps of signed values draw them
+    from matplotlib import colormaps
+
+    return any(tuple(round(255 * x) for x in colormaps["RdBu"](i)[:3]) == (r, g, b) for i in range(256))
 
 
 @pytest.mark.parametrize("name", sorted(DIAGRAMS))

@@ -514,6 +514,7 @@ MISTAKES = [
     ("10.4", lambda logits, t: logits.softmax(-1) / t, "at temperature 0.5 expected"),
     ("10.5", lambda n_layers, d_model, tokens, b: 2 * n_layers * d_model * tokens, "the cache holds"),
     ("11.2", lambda d_model, d_ff: d_ff // 2, "gives the gated one"),
+    ("11.2", lambda d_model, d_ff: 2 * d_ff // 3, "round 2/3 d_ff to the nearest integer"),
     ("11.3", _rope_turned_backwards, "compared with apply_rope"),
     ("11.4", lambda k, group: k.repeat_interleave(group, dim=2), "should return shape (2, 6, 3, 4)"),
     ("5.1", lambda step, d, w: min(step**-0.5, step * w**-1.5), "the schedule is scaled by d_model^-0.5"),

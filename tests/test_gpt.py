@@ -208,6 +208,30 @@ def test_swiglu_at_two_thirds_d_ff_has_the_relu_networks_parameters():
         assert sum(p.numel() for p in relu.parameters()) == sum(p.numel() for p in gated.parameters())
 
 
+def test_blocks_swiglu_is_the_nearest_to_the_relu_networks_size_and_exercise_11_2_agrees():
+    import importlib.util
+    from pathlib import Path
+
+    from transformer_lib.exercises import verdict
+    from transformer_lib.modern import Block
+
+    path = Path(__file__).resolve().parents[1] / "solutions" / "ch11_modern.py"
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    solution = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(solution)
+    count = lambda m: sum(p.numel() for p in m.parameters())
+    for d_model, d_ff in ((64, 192), (256, 1024), (256, 1025), (48, 80), (512, 2048)):  # 3 divides only 192
+        block = Block(BlockConfig(10, 1, d_model, 4, d_ff, ffn="swiglu", bias=False))
+        h, relu = block.ffn.w_1.out_features, count(FeedForward(d_model, d_ff, bias=False))
+        assert abs(count(block.ffn) - relu) == (0 if d_ff % 3 == 0 else d_model)  # exact, or one d_model apart
+        assert all(abs(3 * d_model * other - relu) > abs(count(block.ffn) - relu) for other in (h - 1, h + 1))
+        assert solution.swiglu_hidden(d_model, d_ff) == h
+    assert Block(BlockConfig(10, 1, 256, 4, 1024, ffn="swiglu")).ffn.w_1.out_features == 683  # 682 if rounded down
+    assert verdict("11.2", solution.swiglu_hidden)[0]
+    passed, sentence = verdict("11.2", lambda d_model, d_ff: 2 * d_ff // 3)
+    assert not passed and "d_hidden 682" in sentence and "683" in sentence
+
+
 def test_rope_equals_the_complex_number_formulation_and_scores_depend_on_the_offset_only():
     angles = rope_angles(30, 12)
     x = torch.randn(2, 3, 30, 12, dtype=torch.float64)

@@ -2,12 +2,17 @@
 """Interactive charts that show everywhere: the vega-lite spec under its own mime type, and a PNG beside it.
 
     from transformer_lib.charts import show
-    show(chart)   # an altair chart, or a vega-lite spec as a dict
+    show(chart)                  # an altair chart, or a vega-lite spec as a dict
+    show(chart, static=panels)   # the PNG drawn from `panels`: what the interaction would show, side by side
 
-JupyterLab draws the spec (interactive: sliders, tooltips); GitHub's notebook viewer, which runs no JavaScript,
-shows the PNG; the book's website (`python -m transformer_lib.book html`) draws the spec with a vega bundle it
-ships. Nothing is fetched from a CDN. The PNG is rendered offline by vl-convert; where vl-convert is not
-installed, the output carries the spec alone.
+JupyterLab draws the spec (interactive: sliders, tooltips); GitHub's notebook viewer, which runs no JavaScript, and
+Colab show the PNG; the book's website (`python -m transformer_lib.book html`) draws the spec with a vega bundle it
+ships. Nothing is fetched from a CDN. The PNG is rendered offline by vl-convert; where vl-convert is not installed,
+the output carries the spec alone.
+
+A slider's chart drawn as a picture shows one setting of the slider and hides the rest. So a chart with controls
+passes `static`: a chart without them whose picture shows what the controls would (small multiples, several settings
+in one image, axes fitted to the data). The spec stays the interactive chart; the PNG beside it is `static`'s.
 """
 from __future__ import annotations
 
@@ -58,24 +63,32 @@ def compact(spec: dict) -> dict:
     return out
 
 
-def chart_bundle(chart, png_scale: float = 1.0) -> dict:
-    """The mime bundle `show` displays: {CHART_MIME: spec, "image/png": base64 (with vl-convert), "text/plain"}."""
+def _spec(name: str, chart) -> dict:
     spec = chart if isinstance(chart, dict) else getattr(chart, "to_dict", lambda: None)()
     if not isinstance(spec, dict):
-        raise TypeError(f"chart must be an altair chart or a vega-lite spec (dict), got {type(chart).__name__}")
-    spec = compact(spec)
+        raise TypeError(f"{name} must be an altair chart or a vega-lite spec (dict), got {type(chart).__name__}")
+    return compact(spec)
+
+
+def chart_bundle(chart, png_scale: float = 1.0, static=None) -> dict:
+    """The mime bundle `show` displays: {CHART_MIME: spec, "image/png": base64 (with vl-convert), "text/plain"}.
+
+    The PNG is drawn from `static` (an altair chart or a spec) where given, else from `chart`."""
+    spec = _spec("chart", chart)
+    picture = spec if static is None else _spec("static", static)
     bundle = {CHART_MIME: spec, "text/plain": "<an interactive vega-lite chart: JupyterLab draws it>"}
     try:
         import vl_convert
     except ImportError:
         return bundle
-    png = vl_convert.vegalite_to_png(spec, scale=png_scale)
+    png = vl_convert.vegalite_to_png(picture, scale=png_scale)
     bundle["image/png"] = base64.b64encode(png).decode("ascii")
     return bundle
 
 
-def show(chart, png_scale: float = 1.0) -> None:
-    """Display `chart` in a notebook as its vega-lite spec with a PNG beside it (see the module's docstring)."""
+def show(chart, png_scale: float = 1.0, static=None) -> None:
+    """Display `chart` in a notebook as its vega-lite spec with a PNG beside it, drawn from `static` where given
+    (see the module's docstring)."""
     from IPython.display import display
 
-    display(chart_bundle(chart, png_scale), raw=True)
+    display(chart_bundle(chart, png_scale, static), raw=True)

@@ -24,7 +24,7 @@ __all__ = [
     'padding_fraction',
 ]
 
-# %% notebooks/06_data.ipynb cell 3
+# %% notebooks/06_data.ipynb cell 4
 import functools
 import heapq
 import json
@@ -47,7 +47,7 @@ from transformer_lib.multi30k import (DataUnavailable, load_multi30k,  # finding
 from transformer_lib.training import Batch
 
 
-# %% notebooks/06_data.ipynb cell 5
+# %% notebooks/06_data.ipynb cell 6
 def load_translation_data(split: str, root=None, download: bool = True, offline_size: int = 4000):
     """Multi30k's split if it can be had, else the offline corpus; returns (pairs, a description of the source)."""
     try:
@@ -60,7 +60,7 @@ def load_translation_data(split: str, root=None, download: bool = True, offline_
         return offline_corpus(sizes[split], seed=seeds[split]), note
 
 
-# %% notebooks/06_data.ipynb cell 11
+# %% notebooks/06_data.ipynb cell 12
 class Tokenizer:
     """spaCy's rule-based tokenizer for a language (no model download), with optional lowercasing.
 
@@ -97,7 +97,7 @@ class Tokenizer:
         return {"kind": "words", "lang": self.lang, "lower": self.lower}
 
 
-# %% notebooks/06_data.ipynb cell 14
+# %% notebooks/06_data.ipynb cell 15
 class Vocab(JsonFile):
     """Token <-> id, with the specials <unk> 0, <pad> 1, <s> 2, </s> 3. Build it from the training split only.
     save(path), load(path), to_json() and from_json(text) come from transformer_lib.files.JsonFile."""
@@ -140,7 +140,7 @@ class Vocab(JsonFile):
         return {"tokens": self.itos}
 
 
-# %% notebooks/06_data.ipynb cell 20
+# %% notebooks/06_data.ipynb cell 21
 _NO_SPACE_BEFORE = re.compile(r" ([.,!?;:%)\]}]|n't\b|'(?:s|re|ve|m|ll|d)\b)")
 _NO_SPACE_AFTER = re.compile(r"([(\[{]) ")
 _HYPHEN = re.compile(r"(\w) - (?=\w)")
@@ -154,7 +154,7 @@ def detokenize(tokens: list[str]) -> str:
     return text[:1].upper() + text[1:]
 
 
-# %% notebooks/06_data.ipynb cell 23
+# %% notebooks/06_data.ipynb cell 24
 SPACE = "\u2581"  # "▁", the mark of a token that comes after a space
 
 
@@ -191,7 +191,7 @@ def merge_pair(symbols: list[str], pair: tuple[str, str]) -> list[str]:
     return out
 
 
-# %% notebooks/06_data.ipynb cell 27
+# %% notebooks/06_data.ipynb cell 28
 def _pair_index(words: list[list[str]], freq: list[int]) -> tuple[Counter, defaultdict]:
     """{pair: its count over the pre-tokens} and {pair: the indices of the pre-tokens that hold it}."""
     pairs, where = Counter(), defaultdict(set)
@@ -240,7 +240,7 @@ def learn_bpe(word_counts: dict, n_merges: int) -> list[tuple[str, str]]:
     return merges
 
 
-# %% notebooks/06_data.ipynb cell 33
+# %% notebooks/06_data.ipynb cell 34
 class BPE(JsonFile):
     """Byte-pair encoding: merges learned from pre-tokens, replayed to cut a pre-token into symbols. `merges` are
     (left, right) symbol pairs in the order learned (learn_bpe); `alphabet` holds the characters of the training
@@ -286,7 +286,7 @@ class BPE(JsonFile):
         return {"merges": [list(m) for m in self.merges], "alphabet": self.alphabet}
 
 
-# %% notebooks/06_data.ipynb cell 35
+# %% notebooks/06_data.ipynb cell 36
 def merge_by_rank(symbols: list[str], rank: dict) -> list[str]:
     """The symbols BPE._merge gives, in O(n log n): symbols (one per character, initial_symbols) joined pair by pair,
     the pair of lowest rank (learned first) and, among equals, the leftmost first."""
@@ -315,7 +315,7 @@ def merge_by_rank(symbols: list[str], rank: dict) -> list[str]:
     return [s for s in symbols if s is not None]
 
 
-# %% notebooks/06_data.ipynb cell 37
+# %% notebooks/06_data.ipynb cell 38
 class SubwordTokenizer(Tokenizer):
     """Tokenizer followed by BPE: a sentence becomes the symbols of its pre-tokens, and decode() undoes it exactly.
 
@@ -371,7 +371,7 @@ def tokenizer_from_dict(values: dict) -> Tokenizer:
     return SubwordTokenizer(values["lang"], BPE(values["merges"], values["alphabet"]), values["lower"])
 
 
-# %% notebooks/06_data.ipynb cell 51
+# %% notebooks/06_data.ipynb cell 52
 def encode_pairs(pairs, src_tok, tgt_tok, src_vocab: Vocab, tgt_vocab: Vocab, dropout: float = 0.0, seed: int = 0):
     """Tokenize and number every pair: source ids, and target ids wrapped in <s> ... </s>. With `dropout`, subword
     tokenizers cut by BPE-dropout, drawn from a generator seeded by `seed`."""
@@ -407,7 +407,7 @@ def bucket_batches(examples, max_tokens: int, pad_idx: int, shuffle: bool = True
     return [pad_batch([examples[i] for i in group], pad_idx) for group in groups]
 
 
-# %% notebooks/06_data.ipynb cell 53
+# %% notebooks/06_data.ipynb cell 54
 def pad_batch(examples, pad_idx: int) -> Batch:
     """A Batch from (source ids, target ids) examples, each side padded to its longest sequence."""
     check_examples(examples)

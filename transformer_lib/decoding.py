@@ -22,11 +22,12 @@ from transformer_lib.attention import padding_mask, scaled_dot_product_attention
 from transformer_lib.checkpoint import check_carried, check_tokenizer_fits
 from transformer_lib.checks.core import check_int
 from transformer_lib.checks.training import check_decoding
-from transformer_lib.checks.decoding import (check_attention_ids, check_attention_kind, check_cache_length,
+from transformer_lib.checks.decoding import (check_attention_ids, check_attention_kind, check_cache_length, check_layers,
                                              check_map_labels, check_search, check_sentences, check_source_lengths)
+from transformer_lib.data import SPACE
 
 
-# %% notebooks/07_decoding.ipynb cell 7
+# %% notebooks/07_decoding.ipynb cell 8
 def _attend(mha, x: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask=None) -> torch.Tensor:
     """mha's attention for the newest position alone: its query from x (N, 1, d_model), keys and values (N, h, L, d_k)."""
     q = mha.split_heads(mha.w_q(x))  # (N, h, 1, d_k)
@@ -35,7 +36,7 @@ def _attend(mha, x: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask=None) -
     return mha.w_o(out.transpose(1, 2).reshape(x.size(0), 1, mha.d_model))  # (N, 1, d_model)
 
 
-# %% notebooks/07_decoding.ipynb cell 9
+# %% notebooks/07_decoding.ipynb cell 10
 def _embed_step(model, tokens: torch.Tensor, t: int) -> torch.Tensor:
     """The decoder's input at step t: token embedding plus the position t (sinusoidal or learned), for (N, 1) tokens."""
     token_embedding, positions = model.tgt_embed[0], model.tgt_embed[1]
@@ -95,7 +96,7 @@ class DecoderCache:
         self.self_kv = [(k[index], v[index]) for k, v in self.self_kv]
 
 
-# %% notebooks/07_decoding.ipynb cell 11
+# %% notebooks/07_decoding.ipynb cell 12
 @torch.no_grad()
 def greedy_decode_cached(model, src, src_mask, max_len: int, start_symbol: int, end_symbol: int | None = None):
     """greedy_decode of chapter 5 with a key/value cache: the same tokens, each step O(t) instead of O(t^2)."""
@@ -114,7 +115,7 @@ def greedy_decode_cached(model, src, src_mask, max_len: int, start_symbol: int, 
     return ys
 
 
-# %% notebooks/07_decoding.ipynb cell 21
+# %% notebooks/07_decoding.ipynb cell 22
 def _next_beams(scores: torch.Tensor, log_probs: torch.Tensor, finished: torch.Tensor, end_symbol: int):
     """One step of the search: the K best of each source's K x V extensions of its K hypotheses.
 
@@ -173,7 +174,7 @@ def beam_search(model, src, src_mask, max_len: int, start_symbol: int, end_symbo
     return _best_hypotheses(ys, scores, lengths, end_symbol, length_penalty)
 
 
-# %% notebooks/07_decoding.ipynb cell 27
+# %% notebooks/07_decoding.ipynb cell 28
 @torch.no_grad()
 def translate_tokens(model, sentences: list[str], src_tok, src_vocab, tgt_vocab, beam_size: int = 5,
                      length_penalty: float = 0.6, batch_size: int = 64, search=None) -> list[list[str]]:
@@ -213,7 +214,7 @@ def translate_tokens(model, sentences: list[str], src_tok, src_vocab, tgt_vocab,
     return out
 
 
-# %% notebooks/07_decoding.ipynb cell 36
+# %% notebooks/07_decoding.ipynb cell 37
 ATTENTION_AXES = {  # kind -> (rows: the queries, columns: the keys)
     "encoder": ("source", "source"),
     "decoder": ("target", "target"),
@@ -244,7 +245,7 @@ def attention_maps(model, src_ids: list[int], tgt_ids: list[int]) -> dict[str, t
             "cross": torch.stack([layer.src_attn.attn[0] for layer in model.decoder.layers]).cpu()}
 
 
-# %% notebooks/07_decoding.ipynb cell 38
+# %% notebooks/07_decoding.ipynb cell 39
 def attention_frame(maps: dict, src_tokens: list[str], tgt_tokens: list[str]):
     """The maps as one long pandas DataFrame, a row per (kind, layer, head, query, key) with its weight.
 
@@ -282,9 +283,10 @@ def attention_chart(frame, kind: str, cell: int = 14, layer: int = 1):
     chosen = alt.param(name="layer", value=layer, bind=alt.binding_range(min=1, max=int(data["layer"].max()), step=1,
                                                                     name="layer "))
     n_rows, n_cols = data["query_pos"].max() + 1, data["key_pos"].max() + 1
+    unmarked = alt.Axis(labelExpr=f"replace(datum.label, '{SPACE}', '')")  # the labels without their space mark
     return (alt.Chart(data).mark_rect()
-            .encode(x=alt.X("key:N", sort=alt.SortField("key_pos"), title=f"{cols} (key)"),
-                    y=alt.Y("query:N", sort=alt.SortField("query_pos"), title=f"{rows} (query)"),
+            .encode(x=alt.X("key:N", sort=alt.SortField("key_pos"), title=f"{cols} (key)", axis=unmarked),
+                    y=alt.Y("query:N", sort=alt.SortField("query_pos"), title=f"{rows} (query)", axis=unmarked),
                     color=alt.Color("weight:Q", scale=alt.Scale(domain=[0, 1], scheme="viridis")),
                     tooltip=["layer", "head", alt.Tooltip("query", title=f"{rows} (query)"),
                              alt.Tooltip("key", title=f"{cols} (key)"), alt.Tooltip("weight", format=".3f")])
@@ -295,33 +297,45 @@ def attention_chart(frame, kind: str, cell: int = 14, layer: int = 1):
             .resolve_scale(x="independent"))
 
 
-# %% notebooks/07_decoding.ipynb cell 40
-def plot_attention_grid(maps: dict, kind: str, src_tokens: list[str], tgt_tokens: list[str], size: float = 2.2):
-    """A static matplotlib grid of one kind of attention: a row of panels per layer, a column per head.
+# %% notebooks/07_decoding.ipynb cell 41
+def _label(token: str) -> str:
+    """A token as the grids label it: without its space mark ("▁men" reads "men")."""
+    return token[1:] if token.startswith(SPACE) and len(token) > 1 else token
 
-    Rows of each panel are the queries, columns the keys, labelled with their tokens as the book writes them, space
-    marks `▁` included (see ATTENTION_AXES), in 8-point type.
+
+def plot_attention_grid(maps: dict, kind: str, src_tokens: list[str], tgt_tokens: list[str], layers=None,
+                        per_row: int = 4, size: float = 2.3):
+    """A static matplotlib grid of one kind of attention: a panel per head of each layer in `layers` (counting from
+    1; all of them by default), `per_row` panels to a row, on one colour scale from 0 to 1.
+
+    Rows of each panel are the queries, columns the keys (see ATTENTION_AXES). The tokens label the grid's left and
+    bottom edges, without their space mark ▁.
     """
     import matplotlib.pyplot as plt
 
     check_attention_kind(kind, ATTENTION_AXES)
-    rows, cols = ATTENTION_AXES[kind]
-    tokens = {"source": src_tokens, "target": tgt_tokens}
-    n_layers, n_heads = maps[kind].shape[:2]
-    fig, axes = plt.subplots(n_layers, n_heads, figsize=(size * n_heads + 1, size * n_layers + 1), squeeze=False)
-    for layer in range(n_layers):
-        for head in range(n_heads):
-            ax = axes[layer, head]
-            image = ax.imshow(maps[kind][layer, head].float().numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
-            ax.set_xticks(range(len(tokens[cols])), tokens[cols], rotation=90, fontsize=8)
-            ax.set_yticks(range(len(tokens[rows])), tokens[rows], fontsize=8)
-            if layer == 0:
-                ax.set_title(f"head {head + 1}", fontsize=9)
-            if head == 0:
-                ax.set_ylabel(f"layer {layer + 1}\n{rows} (query)", fontsize=9)
-            if layer == n_layers - 1:
-                ax.set_xlabel(f"{cols} (key)", fontsize=9)
-    fig.suptitle(f"{kind} attention: rows are {rows} tokens attending, columns the {cols} tokens they attend to")
+    layers, (rows, cols) = check_layers(layers, maps[kind].shape[0]), ATTENTION_AXES[kind]
+    check_int("per_row", per_row)
+    labels = {"source": [_label(t) for t in src_tokens], "target": [_label(t) for t in tgt_tokens]}
+    panels = [(layer, head) for layer in layers for head in range(maps[kind].shape[1])]
+    n_cols = min(per_row, len(panels))
+    n_rows = (len(panels) + n_cols - 1) // n_cols  # rounded up
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(size * n_cols + 1.5, size * n_rows + 1.2), squeeze=False)
+    for i, ax in enumerate(axes.flat):
+        if i >= len(panels):  # a last row not full
+            fig.delaxes(ax)
+            continue
+        (layer, head), left, bottom = panels[i], i % n_cols == 0, i + n_cols >= len(panels)
+        image = ax.imshow(maps[kind][layer - 1, head].float().numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
+        ax.set_xticks(range(len(labels[cols])), labels[cols], rotation=90, fontsize=11)
+        ax.set_yticks(range(len(labels[rows])), labels[rows], fontsize=11)
+        ax.tick_params(labelleft=left, labelbottom=bottom)  # the same tokens on every panel: label the edges
+        ax.set_title(f"layer {layer}, head {head + 1}" if len(layers) > 1 else f"head {head + 1}", fontsize=11)
+        ax.set_ylabel(f"{rows} (query)" if left else "", fontsize=11)
+        ax.set_xlabel(f"{cols} (key)" if bottom else "", fontsize=11)
+    heading = {"encoder": "encoder self-attention", "decoder": "decoder self-attention"}.get(kind, "cross-attention")
+    where = f"layer {layers[-1]}" if len(layers) == 1 else f"layers {', '.join(map(str, layers[:-1]))} and {layers[-1]}"
+    fig.suptitle(f"{heading}, {where}: a row per {rows} token attending, a column per {cols} token", fontsize=13)
     fig.tight_layout()
-    fig.colorbar(image, ax=axes, shrink=0.6, pad=0.01, label="attention weight")  # one scale for every panel: 0 to 1
+    fig.colorbar(image, ax=fig.axes, shrink=0.6, pad=0.01, label="attention weight")  # one scale for every panel
     return fig

@@ -17,7 +17,7 @@ __all__ = [
     'FastBeamSearch',
 ]
 
-# %% notebooks/09_fast.ipynb cell 2
+# %% notebooks/09_fast.ipynb cell 3
 import copy
 import math
 import time
@@ -37,7 +37,7 @@ from transformer_lib.checks.decoding import check_cache_length
 from transformer_lib.training import LabelSmoothing
 
 
-# %% notebooks/09_fast.ipynb cell 8
+# %% notebooks/09_fast.ipynb cell 9
 class FusedMultiHeadAttention(MultiHeadAttention):
     """MultiHeadAttention with the same parameters, computed faster.
 
@@ -69,7 +69,7 @@ class FusedMultiHeadAttention(MultiHeadAttention):
         return self.w_o(x.transpose(1, 2).reshape(B, Lq, d))
 
 
-# %% notebooks/09_fast.ipynb cell 11
+# %% notebooks/09_fast.ipynb cell 12
 class FusedLayerNorm(LayerNorm):
     """Chapter 3's LayerNorm through PyTorch's one-kernel F.layer_norm: same parameters, same formula."""
 
@@ -78,7 +78,7 @@ class FusedLayerNorm(LayerNorm):
         return F.layer_norm(x, (x.size(-1),), self.weight, self.bias, self.eps)
 
 
-# %% notebooks/09_fast.ipynb cell 14
+# %% notebooks/09_fast.ipynb cell 15
 class FastDropout(nn.Dropout):
     """Dropout whose random mask costs a fraction of nn.Dropout's on a CPU.
 
@@ -99,7 +99,7 @@ class FastDropout(nn.Dropout):
         return x * keep * (65536 / (65536 - threshold))
 
 
-# %% notebooks/09_fast.ipynb cell 17
+# %% notebooks/09_fast.ipynb cell 18
 class _SmoothedKL(torch.autograd.Function):
     """Summed label-smoothed KL divergence of log-probabilities, with a one-pass backward."""
 
@@ -149,7 +149,7 @@ class FastLabelSmoothing(LabelSmoothing):
         return _SmoothedKL.apply(log_probs.float(), target, self.smoothing, self.padding_idx)
 
 
-# %% notebooks/09_fast.ipynb cell 20
+# %% notebooks/09_fast.ipynb cell 21
 _FAST = {MultiHeadAttention: FusedMultiHeadAttention, LayerNorm: FusedLayerNorm, nn.Dropout: FastDropout}
 _READABLE = {fast: readable for readable, fast in _FAST.items()}
 
@@ -211,7 +211,7 @@ def speed_up(model: nn.Module, criterion: LabelSmoothing, device) -> tuple[nn.Mo
     return use_fast_path(model), fast_loss, has_bf16(device)
 
 
-# %% notebooks/09_fast.ipynb cell 34
+# %% notebooks/09_fast.ipynb cell 35
 def _packed(*linears: nn.Linear, dtype, scale: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
     """The stacked weights and biases of `linears` (one matrix multiplication for all), the first one's multiplied
     by `scale`, cast to `dtype`."""
@@ -260,7 +260,7 @@ def _extend(cache: torch.Tensor, new: torch.Tensor, rows: torch.Tensor | None) -
     return out
 
 
-# %% notebooks/09_fast.ipynb cell 35
+# %% notebooks/09_fast.ipynb cell 36
 class PackedDecoder:
     """A translator ready to decode: its encoder on the fast twins, and its decoder's weights packed and cast once
     (bfloat16 where the hardware has it, see pack_decoder), run one token at a time by `_step`. FastBeamSearch
@@ -319,7 +319,7 @@ class PackedDecoder:
         return F.linear(x, *self.w["proj"])  # (N, V)
 
 
-# %% notebooks/09_fast.ipynb cell 36
+# %% notebooks/09_fast.ipynb cell 37
 def _best_extensions(logits, scores, finished, end_symbol: int):
     """The best K extensions of each sentence's K beams, from logits (n * K, V) and the beams' scores (n, K): their
     scores (n, K), the row each extends (n * K,) and its new token (n * K,)."""
@@ -349,7 +349,7 @@ def _keep_winners(best, sentence, done, ys, scores, lengths, length_penalty: flo
         best[int(sentence[j])] = ys[j * K + winner[j], 1:].tolist()
 
 
-# %% notebooks/09_fast.ipynb cell 37
+# %% notebooks/09_fast.ipynb cell 38
 class FastBeamSearch(PackedDecoder):
     """Chapter 7's beam_search (and, with beam_size=1, greedy decoding) for serving: the same search over a snapshot
     of the model's weights, packed and cast once (bfloat16 where the hardware has it), in inference mode.

@@ -76,7 +76,8 @@ class FeedForward(nn.Module):
 
 
 class SwiGLU(nn.Module):
-    """w_2(silu(w_1 x) * w_3 x): the gated feed-forward network. d_hidden = 2/3 d_ff matches FeedForward's size.
+    """w_2(silu(w_1 x) * w_3 x): the gated feed-forward network. d_hidden = round(2/3 d_ff) matches FeedForward's
+    weights: exactly where 3 divides d_ff, d_model apart otherwise (the nearest an integer d_hidden comes).
 
     Shape:
         x: (B, T, d_model); output: (B, T, d_model).
@@ -177,12 +178,12 @@ class BlockConfig:
     dropout: float = 0.1
     context: int = 64
     norm: str = "layer"  # "layer" (chapter 3) or "rms"
-    ffn: str = "relu"  # "relu" or "swiglu" (hidden size 2/3 d_ff: the same parameters)
+    ffn: str = "relu"  # "relu" or "swiglu" (hidden size 2/3 d_ff, rounded: the same parameters, or d_model apart)
     positions: str = "sinusoidal"  # "sinusoidal" (added to the input) or "rope" (queries and keys rotated)
     n_kv_heads: int | None = None  # None: n_heads; fewer: grouped-query attention; 1: multi-query
     bias: bool = True
     # What a Llama checkpoint sets otherwise (section 7); the defaults are this chapter's model.
-    d_hidden: int | None = None  # SwiGLU's hidden size; None: 2/3 d_ff
+    d_hidden: int | None = None  # SwiGLU's hidden size; None: round(2/3 d_ff)
     rope_base: float = 10000.0  # RoPE's base (Llama 2: 10,000; Llama 3: 500,000)
     norm_eps: float = 1e-6  # the norms' epsilon
     scale_embeddings: bool = True  # token vectors times sqrt(d_model), as chapter 1's; Llama does not scale
@@ -205,7 +206,7 @@ class Block(nn.Module):
                                     for _ in range(2))
         self.attn = Attention(c.d_model, c.n_heads, c.n_kv_heads, c.dropout, c.bias)
         self.ffn = (FeedForward(c.d_model, c.d_ff, c.dropout, c.bias) if c.ffn == "relu"
-                    else SwiGLU(c.d_model, c.d_hidden or 2 * c.d_ff // 3, c.dropout, c.bias))
+                    else SwiGLU(c.d_model, c.d_hidden or round(2 * c.d_ff / 3), c.dropout, c.bias))
         self.dropout = nn.Dropout(c.dropout)
 
     def forward(self, x: torch.Tensor, angles=None, past=None):

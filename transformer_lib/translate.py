@@ -4,6 +4,9 @@
     python -m transformer_lib.translate "Ein Hund rennt durch den Schnee."
     echo "Zwei Männer spielen Fußball." | python -m transformer_lib.translate --checkpoint runs/multi30k-cpu/model.safetensors
 
+The model knows Multi30k's domain, captions of photographs: people, animals, places and actions, in short
+sentences. Other German, such as everyday talk, comes out as nonsense.
+
 Sentences come from the arguments, else one per line from standard input. The model is the checkpoint given
 with --checkpoint (e.g. runs/multi30k-cpu/model.safetensors, written by `python -m transformer_lib.train
 multi30k`), else the one shipped with the package (transformer_lib.translation.pretrained()).
@@ -24,6 +27,9 @@ import sys
 import threading
 from pathlib import Path
 from typing import NamedTuple
+
+_DOMAIN = ("The model (the shipped one, or one trained on Multi30k) knows captions of photographs: people, animals, "
+           "places and actions, in short sentences. Other German, such as everyday talk, comes out as nonsense.")
 
 
 def find_checkpoint(path: str | None) -> Path:
@@ -208,7 +214,8 @@ def translate_lines(model, lines, beam_size: int, batch_size: int, out, err, wha
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m transformer_lib.translate", description=__doc__.split("\n")[0],
-                                     epilog="One output line per input line; exit status 1 if some line failed.")
+                                     epilog=f"{_DOMAIN} One output line per input line; exit status 1 if some line "
+                                            "failed.")
     parser.add_argument("sentences", nargs="*", help="German sentences (default: read lines from stdin)")
     parser.add_argument("--checkpoint", default=None,
                         help="a model.safetensors written by the train command (default: the shipped model)")

@@ -20,7 +20,7 @@ __all__ = [
     'pretrained',
 ]
 
-# %% notebooks/08_translation.ipynb cell 2
+# %% notebooks/08_translation.ipynb cell 3
 import copy
 import json
 import time
@@ -43,7 +43,7 @@ from transformer_lib.runtime import default_device, seed_everything
 from transformer_lib.training import LabelSmoothing, evaluate, train_epoch
 
 
-# %% notebooks/08_translation.ipynb cell 5
+# %% notebooks/08_translation.ipynb cell 6
 @dataclass
 class Recipe(JsonFile):
     """Everything a Multi30k run depends on: model, data, optimization, evaluation. RECIPES holds one per run
@@ -85,7 +85,7 @@ class Recipe(JsonFile):
         checks.check_recipe(self)
 
 
-# %% notebooks/08_translation.ipynb cell 7
+# %% notebooks/08_translation.ipynb cell 8
 RECIPES = {
     # CI: a tiny model on a slice of the data, seconds
     "smoke": Recipe(n_layers=1, d_model=64, d_ff=128, n_heads=4, dropout=0.1, train_pairs=2000, eval_pairs=100,
@@ -99,7 +99,7 @@ RECIPES = {
 }
 
 
-# %% notebooks/08_translation.ipynb cell 9
+# %% notebooks/08_translation.ipynb cell 10
 @dataclass
 class TranslationData:
     """Tokenizers, vocabularies (from train only) and the three splits of a Recipe."""
@@ -134,7 +134,7 @@ def prepare_data(recipe: Recipe, root=None, download: bool = True) -> Translatio
     return TranslationData(src_tok, tgt_tok, src_vocab, tgt_vocab, examples, val, test, source, train)
 
 
-# %% notebooks/08_translation.ipynb cell 13
+# %% notebooks/08_translation.ipynb cell 14
 def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab, dtype: torch.dtype | None = None,
                     tokenizers: tuple | None = None, **info) -> Path:
     """Write one .safetensors file: the weights (a tied tensor once), and as metadata the model's ModelConfig,
@@ -154,7 +154,7 @@ def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab, dtype: torc
     return write_safetensors(path, lambda tmp, meta: save_model(model, str(tmp), meta), metadata)
 
 
-# %% notebooks/08_translation.ipynb cell 18
+# %% notebooks/08_translation.ipynb cell 19
 def average_checkpoints(paths, device="cpu"):
     """(model, src_vocab, tgt_vocab, info) whose weights are the mean of the checkpoints' weights; the checkpoints
     must share config and vocabularies (the last epochs of one run); info is the last one's."""
@@ -171,12 +171,14 @@ def average_checkpoints(paths, device="cpu"):
     return model, src_vocab, tgt_vocab, info
 
 
-# %% notebooks/08_translation.ipynb cell 20
+# %% notebooks/08_translation.ipynb cell 21
 def translate(model, sentence, beam_size: int = 5, src_vocab: Vocab | None = None, tgt_vocab: Vocab | None = None,
               lower: bool | None = None):
     """Translate a raw German sentence (or a list of them) into English text.
 
     The vocabularies default to those the model carries after train_translation or load_checkpoint.
+    A model trained on Multi30k, such as pretrained()'s, knows its domain, captions of photographs: people, animals,
+    places and actions, in short sentences. Other German, such as everyday talk, comes out as nonsense.
     """
     checks.check_carried_vocabs(model, src_vocab, tgt_vocab)
     src_vocab, tgt_vocab = src_vocab or model.vocabs[0], tgt_vocab or model.vocabs[1]  # translate_tokens checks them
@@ -190,7 +192,7 @@ def translate(model, sentence, beam_size: int = 5, src_vocab: Vocab | None = Non
     return texts[0] if single else texts
 
 
-# %% notebooks/08_translation.ipynb cell 22
+# %% notebooks/08_translation.ipynb cell 23
 @dataclass
 class BleuScore:
     """BLEU two ways: sacreBLEU on detokenized text, and on the tokenized, lowercased text tutorials report."""
@@ -234,7 +236,7 @@ def evaluate_bleu(model, pairs: list[tuple[str, str]], src_tok: Tokenizer, src_v
     return bleu(hyps, [en for _, en in pairs], lowercase, tgt_tok)
 
 
-# %% notebooks/08_translation.ipynb cell 28
+# %% notebooks/08_translation.ipynb cell 29
 def wsd_rate(step: int, total: int, d_model: int, factor: float, warmup: int, cooldown: float) -> float:
     """Warmup, stable, decay: the rate climbs linearly for `warmup` steps to the peak chapter 5's rate reaches there
     (factor * d_model^-0.5 * warmup^-0.5), stays at it, and falls linearly over the last `cooldown` share of the
@@ -244,7 +246,7 @@ def wsd_rate(step: int, total: int, d_model: int, factor: float, warmup: int, co
     return peak * max(0.0, min(step / warmup, 1.0, (total - step + 1) / (cooldown * total)))
 
 
-# %% notebooks/08_translation.ipynb cell 31
+# %% notebooks/08_translation.ipynb cell 32
 @dataclass
 class TrainingRun:
     """What train_translation returns: the chosen model, and how it got there."""
@@ -255,7 +257,7 @@ class TrainingRun:
     path: Path  # the checkpoint of the kept model
 
 
-# %% notebooks/08_translation.ipynb cell 33
+# %% notebooks/08_translation.ipynb cell 34
 def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = None, resume: bool = True,
                       device=None, progress=True, log=print, speedup=None) -> TrainingRun:
     """Train a translation model by `recipe`, writing checkpoints to `out_dir`.
@@ -300,7 +302,7 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
     return TrainingRun(model, data, history, scores, path)
 
 
-# %% notebooks/08_translation.ipynb cell 50
+# %% notebooks/08_translation.ipynb cell 52
 class Pretrained(NamedTuple):
     """The shipped model with what it needs to read German and write English."""
     model: EncoderDecoder  # carries its vocabularies and tokenizers, so translate(model, sentence) works

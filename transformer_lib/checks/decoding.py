@@ -12,7 +12,7 @@ from transformer_lib.checks.core import check_ints
 
 __all__ = [
     "check_cache_length", "check_search", "check_vocabs", "check_sentences", "check_source_lengths",
-    "check_attention_ids", "check_attention_kind", "check_map_labels",
+    "check_attention_ids", "check_attention_kind", "check_map_labels", "check_layers",
 ]
 
 
@@ -70,6 +70,19 @@ def check_attention_ids(src_ids, tgt_ids) -> None:
                             f"got {type(ids).__name__} {str(ids)[:40]!r}")
     if not src_ids or not tgt_ids:
         raise ValueError("src_ids and tgt_ids must each hold at least one token id")
+
+
+def check_layers(layers, n_layers: int) -> list[int]:
+    """plot_attention_grid's layers: None (all of them) or layer numbers counting from 1; returns them as a list."""
+    if layers is None:
+        return list(range(1, n_layers + 1))
+    if isinstance(layers, int) and not isinstance(layers, bool):
+        raise TypeError(f"layers must be a list of layer numbers, e.g. [{layers}], got the int {layers}")
+    if not isinstance(layers, (list, tuple, range)) or not layers or not all(
+            isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= n_layers for n in layers):
+        raise ValueError(f"layers must be a non-empty list of layer numbers from 1 to {n_layers} (the maps' layers, "
+                         f"counting from 1), got {layers!r}")
+    return list(layers)
 
 
 def check_attention_kind(kind, kinds) -> None:

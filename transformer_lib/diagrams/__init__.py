@@ -10,7 +10,8 @@ markdown cell shows it as `![what it shows](attachment:<name>.png)`. The PNG tra
 cell's attachment), so JupyterLab, Colab, GitHub's viewer and the website show it with no file beside the notebook.
 Each PNG carries the sha256 of the SVG it was drawn from: `figure_problems` redraws every diagram and names each
 SVG or attachment that no longer matches its source, each image that does not decode, each reference with no
-attachment or no alt text.
+attachment or no alt text. Animations (transformer_lib.diagrams.animation, `@animation(name, chapter)`) go the same
+way, kept as an animated PNG, docs/figures/<name>.png, that carries the sha256 of its frames' SVG.
 """
 from __future__ import annotations
 
@@ -63,6 +64,20 @@ def _load() -> dict[str, Diagram]:
     for module in _MODULES:
         importlib.import_module(f"transformer_lib.diagrams.{module}")
     return DIAGRAMS
+
+
+def _animations() -> dict:
+    """name -> Animation, every animation of the book (transformer_lib.diagrams.animation)."""
+    from transformer_lib.diagrams.animation import ANIMATIONS
+
+    return ANIMATIONS
+
+
+def _animation_current(path: Path, sha: str) -> bool:
+    try:
+        return path.is_file() and png_source(path.read_bytes()) == sha
+    except ValueError:
+        return False
 
 
 def draw_svg(name: str) -> str:
@@ -141,7 +156,17 @@ def sync_figures(book, chapters=None, log=print) -> list[Path]:
         if chapters is None and path.stem not in diagrams:
             path.unlink()
             changed.append(path)
-    by_attachment = {d.attachment: d for d in diagrams.values()}
+    animations = _animations()
+    for name, a in sorted(animations.items()):  # an APNG, docs/figures/<name>.png, redrawn only when stale
+        path = out_dir / f"{name}.png"
+        if (numbers is None or a.chapter in numbers) and not _animation_current(path, a.draw().sha()):
+            path.write_bytes(a.draw().png())
+            changed.append(path)
+    # attachment -> (the sha256 of its source, its PNG), each computed when a cell shows it
+    pictures = {d.attachment: (lambda d=d: _sha(svgs[d.name]), lambda d=d: rasterize(svgs[d.name]))
+                for d in diagrams.values()}
+    pictures.update({a.attachment: (lambda a=a: a.draw().sha(), lambda a=a: (out_dir / a.attachment).read_bytes())
+                     for a in animations.values()})
     for chapter in book.chapters if chapters is None else chapters:
         nb_path = book.root / chapter.file
         nb = nbformat.read(nb_path, as_version=4)
@@ -152,17 +177,17 @@ def sync_figures(book, chapters=None, log=print) -> list[Path]:
             wanted = {}
             for _, target in image_refs(cell.source):
                 name = _attachment_name(target)
-                if name in by_attachment:
-                    wanted[name] = by_attachment[name]
+                if name in pictures:
+                    wanted[name] = pictures[name]
             have = cell.get("attachments", {})
             new = {}
-            for name, d in wanted.items():
+            for name, (sha, png) in wanted.items():
                 old = have.get(name, {}).get("image/png")
                 try:
-                    fresh = old is not None and png_source(base64.b64decode(old)) == _sha(svgs[d.name])
+                    fresh = old is not None and png_source(base64.b64decode(old)) == sha()
                 except ValueError:
                     fresh = False
-                new[name] = {"image/png": old if fresh else base64.b64encode(rasterize(svgs[d.name])).decode()}
+                new[name] = {"image/png": old if fresh else base64.b64encode(png()).decode()}
             if new != dict(have):
                 if new:
                     cell["attachments"] = new
@@ -193,6 +218,14 @@ def figure_problems(book) -> list[str]:
             problems.append(f"{path.relative_to(book.root)}: missing; {fix}")
         elif path.read_text(encoding="utf-8") != svg:
             problems.append(f"{path.relative_to(book.root)}: stale, its source draws something else; {fix}")
+    animations = _animations()
+    for name, a in sorted(animations.items()):
+        shas[name] = a.draw().sha()
+        path = book.root / FIGURES_DIR / a.attachment
+        if not _animation_current(path, shas[name]):
+            state = "stale, drawn from another version of its frames" if path.is_file() else "missing"
+            problems.append(f"{path.relative_to(book.root)}: {state}; run `python -m transformer_lib.book figures "
+                            f"{a.chapter}`")
     used = {}
     for chapter in book.chapters:
         nb = nbformat.read(book.root / chapter.file, as_version=4)
@@ -211,7 +244,7 @@ def figure_problems(book) -> list[str]:
                                         "resolve; draw it as a diagram and reference attachment:<name>.png")
                     continue
                 stem = name[:-len(".png")] if name.endswith(".png") else name
-                if stem not in diagrams:
+                if stem not in shas:
                     problems.append(f"{where}: attachment:{name} names no diagram in transformer_lib.diagrams")
                     continue
                 used.setdefault(stem, []).append(where)
@@ -233,7 +266,7 @@ def figure_problems(book) -> list[str]:
             for name in attachments:
                 if f"attachment:{name}" not in cell.source:
                     problems.append(f"{where}: attachment {name} is carried but never shown; {fix}")
-    for name, d in sorted(diagrams.items()):
+    for name, d in sorted({**diagrams, **animations}.items()):
         if name not in used:
             problems.append(f"diagram {name} (chapter {d.chapter}) is shown in no chapter")
         else:

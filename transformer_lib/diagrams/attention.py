@@ -164,14 +164,14 @@ def step_projections():
     d.arrow([ends["q"], (op.cx, 70), (op.cx, op.y - 1)], head=7)
     d.arrow([ends["k"], (op.cx, 170), (op.cx, op.y2 + 1)], head=7)
     s = d.grid(672, 84, [[0.3] * 6 for _ in range(6)], cell=12)
-    d.text(s.cx, s.y - 14, "scores", size=12, mono=True)
+    d.text(s.cx, s.y - 14, "scores_qk", size=12, mono=True)
     d.text(s.cx + 4, s.y2 + 14, "(L, L)", size=11, mono=True, color=MUTED, anchor="start")
     d.arrow([op.right, (s.x - 3, op.cy)], head=7)
     mix = d.box(480, 245, 150, 50, "softmax(dim=-1)", part="attention", sub="then @ v", mono=True)
     d.arrow([ends["v"], (mix.x - 1, 270)], head=7)
     d.arrow([(s.cx, s.y2 + 4), (s.cx, 270), (mix.x2 + 1, 270)], head=7)
     d.arrow([mix.bottom, (mix.cx, 335)], head=7)
-    d.text(mix.cx + 10, 326, "out (L, d_k)", size=11.5, mono=True, color=MUTED, anchor="start")
+    d.text(mix.cx + 10, 326, "out_qkv (L, d_k)", size=11.5, mono=True, color=MUTED, anchor="start")
     d.text(20, 316, "L = 6 words, d_model = 4, d_k = 2", size=12, anchor="start", color=MUTED)
     d.text(20, 336, "to_q, to_k, to_v are learned; untrained, random", size=12, anchor="start", color=MUTED)
     return d
@@ -192,8 +192,8 @@ def step_causal():
     d = Drawing(800, 320, "Step 5: the causal mask hides later words before the softmax")
     c, y = 28, 90
     lower = [[j <= i for j in range(6)] for i in range(6)]
-    panels = [(56, "causal", "= ones(6, 6).tril(), bool", "True: key j <= query i"),
-              (310, "hidden", "= scores.masked_fill(~causal, -inf)", "s: a score of step 4; later keys: -inf"),
+    panels = [(56, "causal", "= ones(6, 6).tril(), bool", "teal, True: key j <= query i"),
+              (310, "hidden", "= scores_qk.masked_fill(~causal, -inf)", "s: a score of step 4; later keys: -inf"),
               (586, "weights_causal", "= hidden.softmax(dim=-1)", "0 above the diagonal; rows sum to 1")]
     for x, title, code, note in panels:
         _rows(d, x, y, c, WORDS, size=11.5)

@@ -49,13 +49,15 @@ def toy_beam_steps(beam_size: int = 2, max_len: int = 6):
 # ---------------------------------------------------------------- 1. the key/value cache
 
 def _cache(d: Drawing, x, y, rows, cols, cell, name, new_values, seed):
-    """A cache of `rows` rows (the last one new, outlined in the accent) of `cols` cells; returns its box."""
+    """A cache of `rows` rows, positions 1, 2, ..., t-1 and t (the last one new, outlined in the accent), of `cols`
+    cells; returns its box."""
     values = [[0.15 + 0.1 * ((r * 5 + c * seed) % 4) for c in range(cols)] for r in range(rows - 1)] + [new_values]
     box = d.grid(x, y, values, cell=cell)
     d.rect(box.x, box.y, box.w, box.h - cell, "none", stroke="#999999", width=1)
     d.rect(box.x, box.y2 - cell, box.w, cell, "none", stroke=ACCENT, width=2.4)
-    for r in range(rows):
-        label = "t" if r == rows - 1 else str(r + 1)
+    # the rows are target positions, named as the prose names them: 1, 2, 3, ..., t - 1 from the earlier steps, t new
+    labels = [str(r + 1) for r in range(rows - 3)] + ["⋮", "t-1", "t"]
+    for r, label in enumerate(labels):
         d.text(x - 7, y + r * cell + cell / 2, label, size=11.5, anchor="end", mono=True,
                color=ACCENT if r == rows - 1 else MUTED)
     d.text(box.cx, y - 32, name, size=13, mono=True)
@@ -96,7 +98,7 @@ def kv_cache() -> Drawing:
                 color=ACCENT, head=7)
         d.text(c.cx, c.y2 + 16, f"{name}: (B, n_heads, 1, d_k)", size=11.5, mono=True, color=ACCENT)
         d.text(c.cx, c.y2 + 32, "appended as row t", size=11, color=ACCENT)
-    d.text(caches["k"].x - 34, caches["k"].y + (rows - 1) * cell / 2, "kept from steps 1..t-1", size=11,
+    d.text(caches["k"].x - 44, caches["k"].y + (rows - 1) * cell / 2, "kept: 1..t-1", size=11,
            color=MUTED, rotate=-90)
     # ---- attention of the one query over every cached key and value
     att = d.box(300, 372, 480, 50, "softmax(q K^T / sqrt(d_k)) V", part="attention", mono=True,

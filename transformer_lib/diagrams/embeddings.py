@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from transformer_lib.diagrams import diagram
-from transformer_lib.diagrams.svg import ACCENT, INK, MUTED, PARTS, Drawing, shade
+from transformer_lib.diagrams.svg import ACCENT, INK, MUTED, PARTS, Drawing
 
 
 def _frame(d: Drawing, box, color="#999999", width=1.0):
@@ -81,6 +81,15 @@ def token_embedding() -> Drawing:
     return d
 
 
+def _diverging(v: float) -> str:
+    """A value in [-1, 1] in the colours of the chapter's heatmap of the table (matplotlib's RdBu): red -1, white 0,
+    blue +1."""
+    from matplotlib import colormaps
+
+    r, g, b, _ = colormaps["RdBu"]((min(max(v, -1.0), 1.0) + 1) / 2)
+    return f"#{round(255 * r):02X}{round(255 * g):02X}{round(255 * b):02X}"
+
+
 def _pe(pos: int, dim: int, d_model: int) -> float:
     """PE(pos, dim) of section 3.5."""
     angle = pos / 10000 ** ((dim - dim % 2) / d_model)
@@ -103,8 +112,8 @@ def positional_encoding() -> Drawing:
     d = Drawing(800, 540, "The sinusoidal table and how it is added to the token embeddings")
     # ---- the table, first rows
     gx, gy, cell = 80, 84, 15
-    values = [[(_pe(p, j, d_model) + 1) / 2 for j in range(d_model)] for p in range(rows)]
-    box = d.grid(gx, gy, values, cell=cell)
+    values = [[_diverging(_pe(p, j, d_model)) for j in range(d_model)] for p in range(rows)]
+    box = d.grid(gx, gy, values, cell=cell, colors={c: c for row in values for c in row})
     _frame(d, box)
     d.text(box.cx, 22, "pe: (1, max_len, d_model)", size=13, mono=True)
     d.text(box.cx, 42, "here d_model = 16", size=11, color=MUTED)
@@ -118,10 +127,11 @@ def positional_encoding() -> Drawing:
     d.text(box.cx, box.y2 + 12, "...", size=12, color=MUTED)
     d.text(box.cx, box.y2 + 32, "max_len rows in all", size=11, color=MUTED)
     d.text(box.cx, box.y2 + 50, "column 2i: sin, column 2i + 1: cos", size=11, color=MUTED)
-    # colour scale
+    # colour scale: the diverging one of the heatmap below, red -1, white 0, blue +1
     sx, sy = box.cx - 100, box.y2 + 68
-    for k in range(10):
-        d.rect(sx + k * 20, sy, 20, 10, shade(k / 9), stroke="none", width=0)
+    for k in range(11):
+        d.rect(sx + k * 200 / 11, sy, 200 / 11, 10, _diverging(-1 + k / 5), stroke="none", width=0)
+    d.rect(sx, sy, 200, 10, "none", stroke="#BBBBBB", width=0.8)
     for t, at in (("-1", 0), ("0", 100), ("+1", 200)):
         d.text(sx + at, sy + 22, t, size=11, color=MUTED)
     # the first L rows are what a sequence of length L gets

@@ -91,14 +91,13 @@ def decoder_only():
     _residual(d, x - 18, cx, 353, 226, cx - 10)
     fin = d.box(x, 136, w, 28, "norm (final LayerNorm)", part="norm", size=12.5)
     d.arrow([p2.top, fin.bottom], head=6)
-    head = d.box(x, 72, w, 44, "lm_head", part="output", sub="Linear(d_model, vocab_size)", size=12.5, mono=True,
-                 highlight=True)
+    head = d.box(x, 72, w, 44, "lm_head", part="output", sub="Linear(d_model, vocab_size)", size=12.5, mono=True)
     d.arrow([fin.top, head.bottom], head=6)
     d.arrow([head.top, (cx, 36)], label="(B, T, vocab_size) logits", side="left", head=6)
-    # tied weights: one table reads and writes tokens
-    tx = x + w + 30
-    d.polyline([(x + w, 94), (tx, 94), (tx, 590), (x + w, 590)], stroke=ACCENT, width=1.6, dash="6 4")
-    d.text(tx + 13, 342, "tied: lm_head.weight = embed.embedding.weight", size=11.5, mono=True, color=ACCENT, rotate=90)
+    # tied weights: one table reads and writes tokens (in the output's colour: red marks what GPT drops)
+    tx, tie = x + w + 30, PARTS["output"][1]
+    d.polyline([(x + w, 94), (tx, 94), (tx, 590), (x + w, 590)], stroke=tie, width=1.6, dash="6 4")
+    d.text(tx + 13, 342, "tied: lm_head.weight = embed.embedding.weight", size=11.5, mono=True, color=tie, rotate=90)
     return d
 
 

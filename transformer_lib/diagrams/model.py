@@ -122,8 +122,10 @@ MAPS = {
     3: ({"self_attn", "masked_attn", "cross_attn", "ffn", "norm", "dec_ffn", "dec_norm"},
         "Chapter 3 wraps attention into the layers"),
     5: (None, "Chapter 5 trains the whole model, end to end"),
+    6: ({"embed", "tgt_embed", "generator"}, "Chapter 6 makes the token ids the model reads and writes"),
     7: ({"tgt_embed", "masked_attn", "cross_attn", "dec_ffn", "dec_norm", "generator"},
         "Chapter 7 runs the decoder one token at a time"),
+    8: (None, "Chapter 8 trains the whole model to translate German into English"),
     9: ({"self_attn", "masked_attn", "cross_attn", "norm", "dec_norm", "generator"},
         "Chapter 9 gives attention, layer norm and the loss fast twins"),
 }

@@ -104,8 +104,8 @@ def swiglu():
     rc = 600
     d.text(rc, 20, "SwiGLU", size=14, weight="bold")
     d.text(rc, 40, "w_2(silu(w_1 x) * w_3 x)", size=12, mono=True, color=MUTED)
-    d.text(rc, 70, "3 * d_model * d_hidden weights, d_hidden = 2/3 d_ff", size=12.5)
-    d.text(rc, 90, "d_hidden = 2 * 768 // 3 = 512: 294,912", size=11.5, mono=True, color=MUTED)
+    d.text(rc, 70, "3 * d_model * d_hidden weights", size=12.5)
+    d.text(rc, 90, "d_hidden = round(2 * 768 / 3) = 512: 294,912", size=11.5, mono=True, color=MUTED)
     d.text(rc, 462, "x (B, T, d_model)", size=12, mono=True)
     bw = 160
     gate_x, val_x = rc - 92, rc + 92  # the two branches' centres

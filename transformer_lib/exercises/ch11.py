@@ -32,17 +32,26 @@ def _(rms_norm):
 
 @_exercise("11.2", "a SwiGLU as large as the ReLU network")
 def _(swiglu_hidden):
-    for d_model, d_ff in ((256, 1024), (512, 2048), (96, 384)):
+    from transformer_lib.modern import Block, BlockConfig
+    # 3 divides the first d_ff, not the others: 2/3 d_ff falls above and below a whole number
+    for d_model, d_ff in ((96, 384), (256, 1024), (512, 2048)):
+        _trying(f"for d_model {d_model} and d_ff {d_ff}")
         got = int(swiglu_hidden(d_model, d_ff))
         relu, gated = 2 * d_model * d_ff, 3 * d_model * got  # weights, no biases
-        if got == round(2 * d_ff / 3):
+        block = Block(BlockConfig(10, 1, d_model, 4, d_ff, ffn="swiglu", bias=False)).ffn.w_1.out_features  # the book's
+        if got == block:
             continue
         if got == d_ff:
             raise Wrong(f"with d_hidden = d_ff the gated network has three matrices: {gated:,} weights against the "
                         f"ReLU network's {relu:,}; solve 3 d_model h = 2 d_model d_ff")
+        nearest = 3 * d_model * block
+        off = lambda n: "as many" if n == relu else f"{abs(n - relu):,} {'over' if n > relu else 'short'}"
+        hint = ("round 2/3 d_ff to the nearest integer" if abs(3 * got - 2 * d_ff) < 3 else
+                "solve 3 d_model h = 2 d_model d_ff")
         raise Wrong(f"for d_model {d_model}, d_ff {d_ff}: the ReLU network has {relu:,} weights; d_hidden {got} gives the "
-                    f"gated one {gated:,}")
-    return "Three matrices of 2/3 d_ff hold what two of d_ff held: the comparison of section 6 is at equal size."
+                    f"gated one {gated:,}, {off(gated)}. {block} gives {nearest:,}, {off(nearest)}: {hint}")
+    return ("Three matrices of 2/3 d_ff hold what two of d_ff held, or d_model weights apart where 3 does not divide "
+            "d_ff: the size Block gives its SwiGLU, so the comparison of section 6 is at equal size.")
 
 
 # (x's shape, base): the first as before; then other sizes and bases, so that neither a base nor a size written in passes
