@@ -67,10 +67,11 @@ def _load() -> dict[str, Diagram]:
 
 
 def _animations() -> dict:
-    """name -> Animation, every animation of the book (transformer_lib.diagrams.animation)."""
-    from transformer_lib.diagrams.animation import ANIMATIONS
+    """name -> Animation, every animation of the book (transformer_lib.diagrams.animation).
 
-    return ANIMATIONS
+    Imported by name, as _load imports the drawings: an animation runs chapter 8's model, and the chapters' own
+    diagrams, which every chapter imports, must not reach a later chapter through it."""
+    return importlib.import_module("transformer_lib.diagrams.animation").ANIMATIONS
 
 
 def _animation_current(path: Path, sha: str) -> bool:
