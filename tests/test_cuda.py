@@ -225,3 +225,25 @@ def test_beam_search_on_cuda_finds_what_it_finds_on_the_cpu():
     on_gpu, on_cpu = beams(CUDA), beams("cpu")
     assert on_gpu[0] == on_cpu[0] and on_gpu[1] == on_gpu[0]
     assert max(map(len, on_cpu[0])) > 2  # searched, not ended at once
+
+
+@pytest.mark.cuda
+def test_fused_attention_on_cuda_leaves_cudnns_kernel_out():
+    """cuDNN's attention builds a graph for each new shape: batches of every length paid that through the first
+    epoch (benchmarks/gpu.json). The fast path's attention runs no cuDNN kernel, in float32 and under bfloat16."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from transformer_lib.fast import FusedMultiHeadAttention
+
+    torch.manual_seed(0)
+    mha = FusedMultiHeadAttention(64, 8, dropout=0.1).to(CUDA).train()
+    x = torch.randn(3, 11, 64, device=CUDA)
+    mask = torch.ones(3, 1, 1, 11, dtype=torch.bool, device=CUDA)
+    mask[0, :, :, 9:] = False
+    for dtype in (None, torch.bfloat16):
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            with torch.autocast("cuda", dtype=dtype or torch.float32, enabled=dtype is not None):
+                mha(x, x, x, mask).float().sum().backward()
+            torch.cuda.synchronize()
+        kernels = [e.name for e in prof.key_averages()]
+        assert kernels and not [k for k in kernels if "cudnn" in k.lower()], kernels

@@ -316,3 +316,14 @@ def test_the_benchmarks_share_their_options_and_write_records_whole(monkeypatch,
     assert json.loads(path.read_text()) == {"ratio": 1.5} and list(tmp_path.iterdir()) == [path]
     assert f"recorded in {path}" in capsys.readouterr().out
     sys.modules.pop("recording", None)
+
+
+def test_the_fused_attention_leaves_only_cudnns_kernel_out_on_cuda():
+    """On CUDA the fast path's attention may use every kernel of F.scaled_dot_product_attention but cuDNN's, which
+    builds a graph for every new shape (tests/test_cuda.py checks the kernels on a GPU); on the CPU it is untouched."""
+    from torch.nn.attention import SDPBackend
+
+    from transformer_lib import fast
+
+    assert SDPBackend.CUDNN_ATTENTION not in fast._NOT_CUDNN
+    assert set(fast._NOT_CUDNN) == {SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH}

@@ -57,8 +57,8 @@ def marker_problems(text: str, file: str = "README.md") -> list[str]:
 
 def _run_times(book, results) -> str:
     runs = recorded_runs(book)
-    lines = [f"What `book run --record` measured for the committed notebooks ({RUNS_FILE}); book.yml promises "
-             f"{minutes_promise(book)} under `cpu`:", "",
+    lines = [f"What `book run --record` measured ({RUNS_FILE}). The committed notebooks hold the `cpu` runs, and "
+             f"book.yml promises {minutes_promise(book)} under `cpu`:", "",
              "| chapter | budget | minutes | machine | cores other processes kept busy |", "|---|---|---|---|---|"]
     for number, chapter in enumerate(book.chapters, 1):
         for budget, run in runs.get(chapter.file, {}).items():

@@ -26,6 +26,7 @@ import statistics
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from transformer_lib.attention import MultiHeadAttention
 from transformer_lib.blocks import LayerNorm
@@ -38,13 +39,17 @@ from transformer_lib.training import LabelSmoothing
 
 
 # %% notebooks/09_fast.ipynb cell 9
+_NOT_CUDNN = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]  # on CUDA
+
+
 class FusedMultiHeadAttention(MultiHeadAttention):
     """MultiHeadAttention with the same parameters, computed faster.
 
     Self-attention projects queries, keys and values with one matrix multiplication (the three weight matrices
     stacked), cross-attention keys and values with one; the attention itself is PyTorch's fused
     F.scaled_dot_product_attention. It keeps no weights for plotting (`attn` stays None): switch back to the
-    readable class (use_fast_path(model, False)) to draw attention maps.
+    readable class (use_fast_path(model, False)) to draw attention maps. On CUDA it leaves cuDNN's attention kernel
+    out, which builds a graph for every new shape of batch (benchmarks/gpu.json's first epoch paid for it).
     """
 
     def forward(self, query, key, value, mask=None):
@@ -64,7 +69,11 @@ class FusedMultiHeadAttention(MultiHeadAttention):
                 k, v = self.w_k(key), self.w_v(value)
         q, k, v = self.split_heads(q), self.split_heads(k), self.split_heads(v)  # (B, h, L, d_k)
         p = self.dropout.p if self.training else 0.0
-        x = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, h, Lq, d_k)
+        if q.is_cuda:  # not cuDNN's kernel: it builds a graph for every new shape, and batches come in every length
+            with sdpa_kernel(_NOT_CUDNN):
+                x = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, h, Lq, d_k)
+        else:
+            x = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
         self.attn = None
         return self.w_o(x.transpose(1, 2).reshape(B, Lq, d))
 
