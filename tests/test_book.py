@@ -483,3 +483,50 @@ def test_sigterm_ends_book_run_with_one_line_however_often_it_is_sent(tmp_path):
                                         "cell 2 (code cell 2 of 2: import pathlib, time); the file was left as it was"]
     assert "Traceback" not in out + err and "never retrieved" not in err
     assert (tmp_path / "notebooks" / "01_alpha.ipynb").read_text() == before
+
+
+def test_a_fork_points_every_badge_install_cell_and_link_at_its_own_address(tmp_path):
+    """`book address` rewrites the book's own links from book.yml; links to other projects' files stay as written."""
+    from transformer_lib.book.address import address_problems
+
+    make_book(tmp_path, {"01_alpha": ["#| default_exp alpha"]})
+    manifest = yaml.safe_load((tmp_path / "book.yml").read_text())
+    manifest.update(repository="someone/fork", branch="main", release="v0.2.0")
+    (tmp_path / "book.yml").write_text(yaml.safe_dump(manifest))
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "0.2.0"\n')
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("a page\n")
+    other = ("[ct2](https://github.com/OpenNMT/CTranslate2/blob/master/README.md) "
+             "[hf](https://github.com/huggingface/transformers/blob/0123abc/src/transformers/x.py)")
+    (tmp_path / "README.md").write_text(
+        "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/"
+        "github/origin/book/blob/main/notebooks/01_alpha.ipynb) `pip install git+https://github.com/origin/book@v0.1.0`"
+        " [a page](https://github.com/origin/book/blob/main/docs/a.md) [licence](https://github.com/origin/book/blob/"
+        f"main/LICENSE) {other}\n")
+    book = bk.load_book(tmp_path)
+    assert [p.split(":")[0] for p in address_problems(book)] == ["README.md"]
+    assert cli.main(["--root", str(tmp_path), "address", "--check"]) == 1
+    assert cli.main(["--root", str(tmp_path), "address"]) == 0
+    text = (tmp_path / "README.md").read_text()
+    assert "colab.research.google.com/github/someone/fork/blob/main/notebooks/01_alpha.ipynb" in text
+    assert "git+https://github.com/someone/fork@v0.2.0" in text
+    assert "github.com/someone/fork/blob/main/docs/a.md" in text and "someone/fork/blob/main/LICENSE" in text
+    assert other in text and "origin/book" not in text
+    assert address_problems(book) == []
+    assert bk.colab_links(book, book.chapters[0])[1] == "git+https://github.com/someone/fork@v0.2.0"
+
+
+def test_the_release_install_cells_install_is_the_tag_of_the_packages_version(tmp_path):
+    from transformer_lib.book.address import release_problems
+
+    committed = bk.load_book(ROOT)
+    assert committed.release and release_problems(committed) == []
+    make_book(tmp_path, {"01_alpha": ["#| default_exp alpha"]})
+    manifest = yaml.safe_load((tmp_path / "book.yml").read_text())
+    (tmp_path / "book.yml").write_text(yaml.safe_dump({**manifest, "repository": "o/r", "release": "v0.1.0"}))
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "0.3.0"\n')
+    assert release_problems(bk.load_book(tmp_path)) == [
+        "book.yml: release 'v0.1.0' is not the tag of pyproject.toml's version '0.3.0' (expected 'v0.3.0')"]
+    (tmp_path / "book.yml").write_text(yaml.safe_dump({**manifest, "repository": "o/r", "release": "v 1"}))
+    with pytest.raises(bk.BookError, match="release must be a git tag name"):
+        bk.load_book(tmp_path)

@@ -34,7 +34,8 @@ def _ctranslate2():
     try:
         import ctranslate2
     except ImportError:
-        raise ImportError("CTranslate2 is not installed: pip install ctranslate2 (or transformer-book[serve])") from None
+        raise ImportError("CTranslate2 is not installed: pip install ctranslate2 (in a clone of the book: "
+                          "pip install -e \".[serve]\")") from None
     return ctranslate2
 
 

@@ -65,6 +65,7 @@ class Book:
     chapters: tuple[Chapter, ...]
     repository: str | None = None
     branch: str = "main"
+    release: str | None = None  # the tag install cells install (pyproject.toml's version with a v; book.address)
 
     @property
     def package_dir(self) -> Path:
@@ -131,7 +132,10 @@ def load_book(root: Path | None = None) -> Book:
         raise BookError(f"{manifest}: repository must be GitHub's owner/name (letters, digits, . - _), got {repository!r}")
     if not (isinstance(branch, str) and _BRANCH.fullmatch(branch) and ".." not in branch):
         raise BookError(f"{manifest}: branch must be a git branch name (letters, digits, . - _ /), got {branch!r}")
-    book = Book(root, str(data["title"]), package, tuple(chapters), repository, branch)
+    release = data.get("release")
+    if release is not None and not (isinstance(release, str) and _BRANCH.fullmatch(release) and ".." not in release):
+        raise BookError(f"{manifest}: release must be a git tag name (letters, digits, . - _ /), got {release!r}")
+    book = Book(root, str(data["title"]), package, tuple(chapters), repository, branch, release)
     for chapter in book.chapters:
         target = book.module_path(chapter)
         if target.is_file() and not _is_generated(target):
@@ -322,7 +326,9 @@ def check(book: Book) -> list[str]:
                 problems.append(f"{rel}:{lineno}: differs from {chapter.file}\n    only the {longer}: {extra}")
     for path in _stale_modules(book):
         problems.append(f"{path.relative_to(book.root)}: generated, but no chapter in book.yml exports it")
-    problems += colab_problems(book) + corpus_output_problems(book)
+    from transformer_lib.book.address import address_problems
+
+    problems += colab_problems(book) + address_problems(book) + corpus_output_problems(book)
     if book.package == "transformer_lib":  # the diagrams are this book's (a test book of another package has none)
         from transformer_lib.diagrams import figure_problems
 
@@ -331,10 +337,11 @@ def check(book: Book) -> list[str]:
 
 
 def colab_links(book: Book, chapter: Chapter) -> tuple[str, str]:
-    """The "Open in Colab" address of a chapter and the pip URL its install cell uses, from book.yml."""
+    """The "Open in Colab" address of a chapter (at book.yml's branch) and the pip URL its install cell uses (at its
+    release, a tag; the branch where none is set), from book.yml."""
     return (
         f"https://colab.research.google.com/github/{book.repository}/blob/{book.branch}/{chapter.file}",
-        f"git+https://github.com/{book.repository}@{book.branch}",
+        f"git+https://github.com/{book.repository}@{book.release or book.branch}",
     )
 
 

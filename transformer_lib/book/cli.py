@@ -87,6 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     prose_p.add_argument("--check", action="store_true", help="exit 1 when a budget is exceeded or a reading time is stale")
     prose_p.add_argument("--long", action="store_true", help="list every sentence over 40 words, with its chapter")
     prose_p.add_argument("chapters", nargs="*", help="only these chapters (default: all; budgets of the book need all)")
+    address_p = sub.add_parser("address", help="point every Colab badge, install cell and link to the book's files at "
+                               "book.yml's repository, branch and release (a fork runs this after editing book.yml)")
+    address_p.add_argument("--check", action="store_true", help="change nothing; exit 1 naming each file that points "
+                           "elsewhere")
     html_p = sub.add_parser("html", help="build the book as a static website from the committed notebooks")
     html_p.add_argument("--out", type=Path, default=None, help="the site's folder (default: site/ in the book)")
     args = parser.parse_args(argv)
@@ -106,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
                 print("\n".join(problems), file=sys.stderr)
                 print("The book is out of date: run `python -m transformer_lib.book export` for the package, "
                       "`... book figures` for the pictures, `... book references` for the references, `... book offline` "
-                      "for the outputs on the offline corpus, as each line above says.", file=sys.stderr)
+                      "for the outputs on the offline corpus, `... book address` for the links, as each line above "
+                      "says.", file=sys.stderr)
                 return 1
             print(f"book check: {len(book.chapters)} chapters and their modules agree")
         elif args.command == "readme":
@@ -135,6 +140,18 @@ def main(argv: list[str] | None = None) -> int:
             files = [c.file for c in select_chapters(book, args.chapters)] if args.chapters else None
             path = record_offline(book, files, args.timeout)
             print(f"offline outputs: {path.relative_to(book.root)} written")
+        elif args.command == "address":
+            from transformer_lib.book.address import address_problems, point_all, release_problems
+
+            if not args.check:
+                for path in point_all(book):
+                    print(f"pointed {path.relative_to(book.root)} at {book.repository}")
+            problems = address_problems(book) if args.check else release_problems(book)
+            if problems:
+                print("\n".join(problems), file=sys.stderr)
+                return 1
+            print(f"address: every badge, install cell and link to the book's files is at {book.repository} "
+                  f"(branch {book.branch}, release {book.release or book.branch})")
         elif args.command == "prose":
             return _prose(book, args)
         elif args.command == "html":
