@@ -23,7 +23,7 @@ from transformer_lib.book.site import SiteError, assemble, build_site, html_load
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / "build" / "screenshots"
 SEARCHES = {"RoPE": "11_modern", "beam search": "07_decoding", "label smoothing": "05_training", "BPE": "06_data",
-            "key/value cache": "07_decoding"}
+            "key/value cache": "07_decoding", "warmup": "05_training", "layer norm": "03_blocks"}
 PLACEHOLDER_ALT = re.compile(r"^(?:|image|figure|picture|plot|chart|output|png|no description.*|[\w./-]+\.(?:png|svg|jpe?g))$",
                              re.I)
 
@@ -204,6 +204,65 @@ def test_pages_share_their_styles_and_scripts_and_stay_light(site):
         assert len(text.encode()) <= 600_000, path.relative_to(out)
         assert sum(len(s.get_text()) for s in soup.select("style")) < 2_000, path.relative_to(out)
         assert any("_static/" in link["href"] for link in soup.select("link[rel=stylesheet]"))
+
+
+def test_the_chart_library_loads_only_where_a_chart_is_and_no_unused_mathjax_is_published(site):
+    """vega.js (about 0.9 MB) is in no page's scripts: site.js loads it on a page with a chart (the browser test sees
+    every chart drawn). MathJax's bundles that no page loads are left out of the site; the one pages load is there."""
+    _, out, _ = site
+    for path in _all_html(out):
+        scripts = [s["src"] for s in BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser").select("script[src]")]
+        assert not [s for s in scripts if "vega.js" in s or "scorer.js" in s], (path.relative_to(out), scripts)
+    assert "loadVega" in (out / "_static" / "site.js").read_text(encoding="utf-8")
+    mathjax = out / "_static" / "mathjax"
+    assert (mathjax / "tex-chtml.js").is_file() and (mathjax / "output" / "chtml.js").is_file()
+    for folder, names in site_module.UNUSED_MATHJAX.items():
+        assert not [n for n in names if (out / folder / n).exists()], folder
+    assert not list(mathjax.glob("*-full*.js")) and not list(mathjax.glob("tex-svg*.js"))
+
+
+def test_a_worked_solutions_download_button_gives_its_code(site):
+    """The page of a worked solution holds the solution file's code, so its download (the page's source) is the code,
+    not a directive that includes it."""
+    _, out, pages = site
+    solutions = [p for p in pages if p.kind == "solution" and not p.source.endswith("index.md")]
+    assert len(solutions) >= 11
+    for page in solutions:
+        code = (ROOT / page.source).with_suffix(".py").read_text(encoding="utf-8").strip()
+        downloaded = [p.read_text(encoding="utf-8") for p in (out / "_sources").glob(page.source + "*")]
+        assert len(downloaded) == 1 and code in downloaded[0] and "literalinclude" not in downloaded[0], page.source
+        assert 'class="highlight-python' in (out / page.html).read_text(encoding="utf-8"), page.html
+
+
+def test_search_excerpts_served_over_http_show_no_tex(site):
+    """Served over http, the search page shows an excerpt of each page found: its formulas read "…", not TeX."""
+    import functools
+    import http.server
+    import threading
+
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    _, out, _ = site
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(out)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    browser = _browser()
+    try:
+        browser.get(f"http://127.0.0.1:{server.server_port}/search.html?q=softmax")
+        WebDriverWait(browser, 60).until(lambda b: b.execute_script(
+            "return document.querySelectorAll('#search-results ul.search li').length > 0 && "
+            "document.querySelectorAll('#search-results p.context').length >= "
+            "Math.min(6, document.querySelectorAll('#search-results ul.search li').length)"))
+        excerpts = [e.text for e in browser.find_elements("css selector", "#search-results p.context")]
+    finally:
+        browser.quit()
+        server.shutdown()
+    assert len(excerpts) >= 6
+    assert not [e for e in excerpts if re.search(r"\\[(\[]|\\(?:frac|sqrt|mathrm|text|cdot)\b|\$", e)], excerpts
 
 
 def test_rewrite_links_points_pages_at_pages_and_other_files_at_the_repository():
@@ -817,3 +876,41 @@ def test_a_deeper_section_folds_closed_under_its_heading_and_a_link_into_it_open
         assert browser.execute_script("return document.querySelector('details.tb-deeper').open")
     finally:
         browser.quit()
+
+
+def test_on_a_phone_chapters_are_cards_and_printed_tables_keep_their_lines(site):
+    """At 390 px the home page's chapter table is a card per chapter, each module name on one line, and chapter 2's
+    printed tables scroll inside their box instead of wrapping; at a desk the module names stay whole too."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    _, out, _ = site
+    browser = _browser()
+    measure = """
+    const rows = Array.from(document.querySelectorAll('section#chapters tbody tr'));
+    const codes = Array.from(document.querySelectorAll('section#chapters td:nth-child(3) code'));
+    const wide = Array.from(document.querySelectorAll('section#chapters td code')).filter(
+      c => c.getBoundingClientRect().right > c.closest('td').getBoundingClientRect().right + 1).map(c => c.textContent);
+    return [rows.length, rows.map(r => getComputedStyle(r).display), Math.max(...rows.map(r => r.getBoundingClientRect().right)),
+            codes.filter(c => c.getClientRects().length > 1 || c.getBoundingClientRect().height > 30).map(c => c.textContent),
+            document.querySelector('section#chapters table').getBoundingClientRect().height, wide]"""
+    try:
+        found = {}
+        for width in (390, 1280):
+            browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                    {"width": width, "height": 844, "deviceScaleFactor": 1, "mobile": width < 600})
+            browser.get((out / "index.html").as_uri())
+            WebDriverWait(browser, 30).until(lambda b: b.execute_script("return document.readyState === 'complete'"))
+            found[width] = browser.execute_script(measure)
+            if width == 390:
+                browser.get((out / "notebooks" / "02_attention.html").as_uri())
+                WebDriverWait(browser, 30).until(lambda b: b.execute_script("return document.readyState === 'complete'"))
+                outputs = browser.execute_script(
+                    "return Array.from(document.querySelectorAll('div.cell_output .output pre')).map(p => "
+                    "[getComputedStyle(p).whiteSpace, p.scrollWidth > p.clientWidth])")
+    finally:
+        browser.quit()
+    rows, displays, right, broken, height, wide = found[390]
+    assert rows == 11 and set(displays) == {"block"} and right <= 390 and wide == [], found[390]
+    assert broken == [] and found[1280][3] == [], (broken, found[1280][3])
+    assert height < 4500, height  # the table was about 5,700 px tall before it became cards
+    assert outputs and {w for w, _ in outputs} == {"pre"} and any(scrolls for _, scrolls in outputs), outputs

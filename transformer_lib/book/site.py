@@ -19,6 +19,7 @@ then checked as MyST reads it) and site_chapters.py the chapters (cells, outputs
 from __future__ import annotations
 
 import html
+import json
 import os
 import posixpath
 import re
@@ -96,6 +97,20 @@ def _repository(book) -> tuple[str, str]:
     return repo, f"{repo}/blob/{book.branch}"
 
 
+def _headings(book) -> dict[str, list[str]]:
+    """Each chapter's section headings for the search ranking (scorer.js): lowercased, without their number or a
+    "Deeper:" or "Exercise N.N:" label, keyed by the page's name."""
+    label = re.compile(r"^(?:[\d.]+\s+|deeper:\s*|exercise\s+[\d.]+:\s*)+")
+    found = {}
+    for chapter in book.chapters:
+        nb = _read_notebook(book, chapter.file)
+        lines = [line for c in nb.cells if c.cell_type == "markdown" for line in c.source.splitlines()]
+        found[str(Path(chapter.file).with_suffix(""))] = [
+            label.sub("", re.sub(r"[`*_]", "", line.lstrip("#")).strip().lower()) for line in lines
+            if re.match(r"#{2,6} ", line)]
+    return found
+
+
 def assemble(book, src: Path) -> list[Page]:
     """Write the Jupyter Book source folder `src` (_config.yml, _toc.yml, the pages, _static/), a new or empty folder
     outside the book; returns the pages in reading order. Every file goes through _write, which keeps it inside
@@ -111,8 +126,10 @@ def assemble(book, src: Path) -> list[Page]:
     site_pages = set(pages_of.values())
     alt = _alt_texts(book)
     src.mkdir(parents=True, exist_ok=True)
-    for name in ("site.css", "site.js", "scorer.js"):
+    for name in ("site.css", "site.js"):
         _write(src, f"_static/{name}", (STATIC / name).read_bytes())
+    _write(src, "_static/scorer.js", (STATIC / "scorer.js").read_text(encoding="utf-8").replace(
+        "var HEADINGS = {};", f"var HEADINGS = {json.dumps(_headings(book), sort_keys=True)};", 1))
     _write(src, "_templates/search.html", (STATIC / "search.html").read_bytes())
     pages: list[Page] = []
     copied: dict[str, str] = {}
@@ -141,14 +158,15 @@ def assemble(book, src: Path) -> list[Page]:
         solution = next((p for p in pages_of if p.startswith(f"solutions/ch{number:02d}_")), None)
         if solution is None:
             continue
-        _write(src, solution, _source(book, solution).read_bytes())
-        name = Path(solution).name
+        code = _source(book, solution).read_text(encoding="utf-8").rstrip("\n")
+        fence = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", code)), default=0))
         title = f"Solutions to chapter {number}: {chapter.title}"
         chapter_link = posixpath.relpath(chapter.file, "solutions")
+        # the code itself in the page, so that its download button gives the code, not an include directive
         write(pages_of[solution], f"# {title}\n\nWorked solutions to the exercises at the end of "
               f"[chapter {number}]({chapter_link}), as in [`{solution}`]({repo_url}/{solution}); "
               f"each passes its `check(...)` (tests/test_exercises.py).\n\n"
-              f"```{{literalinclude}} {name}\n:language: python\n```\n", "solution", title)
+              f"{fence}python\n{code}\n{fence}\n", "solution", title)
         solution_rows.append(f"- [{title}]({Path(pages_of[solution]).name})")
     write("solutions/index.md", "# Worked solutions\n\nEvery chapter ends with exercises you check with one line; "
           "these pages hold a worked solution to each.\n\n" + "\n".join(solution_rows) + "\n", "solution",
@@ -200,7 +218,7 @@ def _write_config(book, src: Path, pages: list[Page], repo: str) -> None:
                 "html_static_path": ["_static"],
                 "templates_path": ["_templates"],  # search.html: the title escaped
                 "html_css_files": ["site.css"],
-                "html_js_files": ["vega.js", "site.js"],
+                "html_js_files": ["site.js"],  # site.js loads _static/vega.js on a page with a chart
                 "html_search_scorer": str((src / "_static" / "scorer.js").resolve()),
                 "html_show_sourcelink": False,
                 "html_last_updated_fmt": None,
@@ -230,7 +248,17 @@ html_context = {{**globals().get("html_context", {{}}), "default_mode": "auto"}}
 html_theme_options.update(use_download_button=True, show_toc_level=2, navigation_with_keys=False)
 html_theme_options["logo"] = {{**html_theme_options.get("logo", {{}}), "text": {title!r}}}
 html_sidebars = {{"**": ["navbar-logo.html", "sbt-sidebar-nav.html"]}}  # one search box: the header's
+# Jupyter Book puts every script of _static on every page: the chart library only where site.js finds a chart, the
+# search ranking only on the search page (html_search_scorer)
+html_js_files = [f for f in html_js_files if (f[0] if isinstance(f, tuple) else f) not in ("vega.js", "scorer.js")]
 """
+# MathJax's bundles and outputs that no page loads: every page with math loads mathjax/tex-chtml.js, which fetches
+# the parts it needs (TeX extensions, CHTML fonts, the accessibility menu's speech) from beside it
+UNUSED_MATHJAX = {"_static/mathjax": ("mml-chtml.js", "mml-svg.js", "tex-mml-chtml.js", "tex-mml-svg.js", "tex-svg.js",
+                                      "tex-svg-full.js", "tex-chtml-full.js", "tex-chtml-full-speech.js", "node-main.js",
+                                      "latest.js"),
+                  "_static/mathjax/output": ("svg", "svg.js"),
+                  "_static/mathjax/input": ("mml", "mml.js", "asciimath.js", "tex-full.js", "tex-base.js")}
 # what Sphinx keeps to rebuild faster, never published: pickles that name the build machine's folders
 BUILD_STATE = (".doctrees", ".buildinfo", "*.pickle", "*.doctree")
 
@@ -283,7 +311,13 @@ def build_site(book, out: Path, log=print) -> list[Page]:
             raise SiteError(f"Sphinx published files as downloads ({', '.join(found[:3])}); a link names them")
 
         def write(folder: Path) -> None:
-            shutil.copytree(built, folder, dirs_exist_ok=True, ignore=shutil.ignore_patterns(*BUILD_STATE))
+            state = shutil.ignore_patterns(*BUILD_STATE)
+
+            def leave_out(where: str, names: list[str]) -> set[str]:
+                unused = UNUSED_MATHJAX.get(Path(where).relative_to(built).as_posix(), ())
+                return set(state(where, names)) | {n for n in names if n in unused}
+
+            shutil.copytree(built, folder, dirs_exist_ok=True, ignore=leave_out)
             for chapter in book.chapters:  # the download button gives the chapter as committed, outputs and all
                 target = _inside(folder, f"_sources/{chapter.file}")
                 target.unlink(missing_ok=True)

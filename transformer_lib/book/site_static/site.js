@@ -1,7 +1,17 @@
-// The book's pages: draw each chart (a div holding its vega-lite spec and its picture) with the bundled vega-embed;
-// the picture stays where JavaScript is off or a chart cannot be drawn. Every picture opens at full size.
+// The book's pages: draw each chart (a div holding its vega-lite spec and its picture) with the bundled vega-embed,
+// which only a page with a chart loads (_static/vega.js, beside this script); the picture stays where JavaScript is
+// off or a chart cannot be drawn. Every picture opens at full size.
 (function () {
   "use strict";
+  var here = document.currentScript ? document.currentScript.src : "";
+  function loadVega(then) {
+    if (window.vegaEmbed) { then(); return; }
+    var script = document.createElement("script");
+    script.src = here.replace(/site\.js(\?.*)?$/, "vega.js$1");
+    script.onload = then;
+    script.onerror = function () { console.error("chart: " + script.src + " could not be loaded"); };
+    document.head.appendChild(script);
+  }
   function draw(box) {
     var spec = JSON.parse(box.querySelector("script[type='application/json']").textContent);
     var target = document.createElement("div");
@@ -12,8 +22,10 @@
     }).catch(function (err) { console.error("chart: " + err); });
   }
   function start() {
-    if (window.vegaEmbed) { document.querySelectorAll(".tb-chart").forEach(draw); }
+    var charts = document.querySelectorAll(".tb-chart");
+    if (charts.length) { loadVega(function () { charts.forEach(draw); }); }
     wireToggles();
+    plainExcerpts();
     linkPictures();
     foldDeeper();
     openTarget();
@@ -73,6 +85,19 @@
   // Over file://, a browser refuses the requests Sphinx's search makes for its excerpts: list the pages without them.
   if (window.location.protocol === "file:" && typeof DOCUMENTATION_OPTIONS !== "undefined") {
     DOCUMENTATION_OPTIONS.SHOW_SEARCH_SUMMARY = false;
+  }
+  // The search page's excerpts are the pages' text, where math is still TeX source: each formula becomes "…" there.
+  // (site.js runs before searchtools.js's own start, which fetches the excerpts later.)
+  function plainExcerpts() {
+    if (typeof Search === "undefined" || !Search.htmlToText) { return; }
+    var toText = Search.htmlToText;
+    Search.htmlToText = function (htmlString, anchor) {
+      var page = new DOMParser().parseFromString(htmlString, "text/html");
+      page.querySelectorAll(".math, mjx-container, script[type^='math/']").forEach(function (m) {
+        m.replaceWith(page.createTextNode("…"));
+      });
+      return toText(page.documentElement.outerHTML, anchor);
+    };
   }
   // every picture in the text opens at full size (the chapters' plots are links already; the diagrams become so)
   function linkPictures() {
