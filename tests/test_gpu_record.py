@@ -1,7 +1,6 @@
 """benchmarks/gpu.py: the `full` recipe's run on a GPU, read from the training command's output, and chapter 9 quoting
 its record. The reading is tested on generated output; the committed record is checked against itself, the recipe and
 the chapter."""
-import importlib.util
 import json
 import subprocess
 import sys
@@ -12,18 +11,13 @@ import pytest
 
 from transformer_lib.translation import RECIPES
 
+from benchmark_module import load_benchmark  # tests/ is on the path
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _gpu_module():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        spec = importlib.util.spec_from_file_location("gpu_benchmark", ROOT / "benchmarks" / "gpu.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-    return module
+    return load_benchmark("gpu")
 
 
 def _log(greedy=(12.5, 39.9, 40.2, 41.0), seconds=30.0, test=True) -> str:

@@ -137,16 +137,9 @@ def test_the_speedrun_refuses_an_unknown_record_or_field_before_training(tmp_pat
 
 
 def _speedrun_module():
-    import importlib.util
+    from benchmark_module import load_benchmark  # tests/ is on the path
 
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        spec = importlib.util.spec_from_file_location("speedrun", ROOT / "benchmarks" / "speedrun.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-    return module
+    return load_benchmark("speedrun")
 
 
 def _recipe_of_command(line: str) -> Recipe:

@@ -260,14 +260,11 @@ def test_bpe_dropout_needs_a_probability_and_subword_tokenizers():
 
 
 def test_the_long_input_benchmark_runs_and_records(tmp_path):
-    import importlib.util
     import json
-    from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "long_input.py"
-    spec = importlib.util.spec_from_file_location("long_input", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    from benchmark_module import load_benchmark  # tests/ is on the path
+
+    module = load_benchmark("long_input")
     assert module.main(["--repeats", "1", "--record", str(tmp_path / "r.json")]) == 0
     record = json.loads((tmp_path / "r.json").read_text())
     assert len(record["results"]) == 3 and all(r["median_s"] >= 0 for r in record["results"].values())

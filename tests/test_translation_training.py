@@ -632,3 +632,36 @@ def test_a_stale_lock_taken_over_by_another_process_meanwhile_lets_one_in(tmp_pa
     a.join()
     b.join()
     assert outcomes == ["in", "refused"] and list(tmp_path.iterdir()) == []
+
+
+def test_a_forecast_times_the_recipes_model_and_leaves_the_run_as_it_would_be(data, finished_run, tmp_path):
+    """runs.forecast: a few timed steps of a throwaway model give tokens a second and the minutes of the recipe's
+    epochs; the run trained after it ends with the very weights of a run trained without it."""
+    from transformer_lib.fast import speed_up
+    from transformer_lib.runs import epoch_batches, forecast
+
+    ahead = forecast(TINY, data, torch.device("cpu"), steps=3)
+    assert ahead["steps"] == 3 and ahead["tokens_per_second"] > 0
+    padded = sum(b.src.numel() + b.tgt_in.numel() for b in epoch_batches(TINY, data, 1, 0, 1, torch.device("cpu")))
+    assert ahead["epoch_seconds"] == pytest.approx(padded / ahead["tokens_per_second"])
+    assert ahead["minutes"] == pytest.approx(ahead["epoch_seconds"] * TINY.epochs / 60)
+    after = train_translation(TINY, tmp_path, data=data, progress=False, log=quiet, device="cpu")
+    for a, b in zip(after.model.state_dict().values(), finished_run.model.state_dict().values()):
+        assert torch.equal(a, b)
+    cooled = forecast(replace(TINY, cooldown=0.3, fast=True), data, torch.device("cpu"), speedup=speed_up, steps=1)
+    assert cooled["steps"] == 1 and cooled["minutes"] > 0  # a recipe with a cooldown, on the fast path
+    for steps, error in ((0, ValueError), (2.5, TypeError)):
+        with pytest.raises(error, match="steps must be"):
+            forecast(TINY, data, torch.device("cpu"), steps=steps)
+
+
+def test_the_train_command_forecasts_a_fresh_run_and_not_a_resumed_one(data, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(tr, "prepare_data", lambda recipe: data)
+    monkeypatch.setitem(tr.RECIPES, "smoke", replace(TINY, epochs=1))
+    argv = ["multi30k", "--budget", "smoke", "--out", str(tmp_path / "run"), "--no-test", "--quiet"]
+    assert train_cli.main(argv) == 0
+    said = capsys.readouterr().out
+    assert "forecast on this machine:" in said and "for 1 epoch of training, validation aside" in said
+    assert train_cli.main(argv[:2] + ["smoke", "--out", str(tmp_path / "other"), "--no-test", "--quiet",
+                                      "--no-forecast"]) == 0
+    assert "forecast" not in capsys.readouterr().out

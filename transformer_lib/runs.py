@@ -34,7 +34,7 @@ from transformer_lib.runtime import all_reduce_sum, seed_everything
 from transformer_lib.training import LabelSmoothing, loss_sum, make_optimizer, optimizer_step
 
 __all__ = ["Tools", "processes", "distributed", "replica", "distributed_step", "build", "validation_batches",
-           "epoch_batches", "resume", "save_epoch", "finish", "close"]
+           "epoch_batches", "forecast", "resume", "save_epoch", "finish", "close"]
 
 
 class Tools(NamedTuple):
@@ -134,6 +134,42 @@ def epoch_batches(recipe, data, epoch: int, rank: int, world: int, device) -> li
     per_step = world * recipe.accum_steps  # every process takes the same number of steps
     checks.check_epoch_batches(len(batches), recipe.accum_steps, world)  # at least one step
     return [b.to(device) for b in batches[: len(batches) // per_step * per_step][rank::world]]
+
+
+def forecast(recipe, data, device, speedup=None, steps: int = 6) -> dict:
+    """How long this machine will take to train `recipe`, measured before the run starts.
+
+    A throwaway copy of the recipe's model (its fast path and bfloat16 too, where the recipe asks) takes `steps`
+    training steps on batches of the first epoch picked across it, each batch twice: the first step on a new shape
+    pays one-time costs an epoch pays once per shape, so the second is timed. Their padded tokens per second, times
+    the padded tokens of an epoch, times the epochs, is the forecast; validation is off the clock, as in the run's
+    own seconds. The run itself is untouched: it seeds itself. Returns {"tokens_per_second", "epoch_seconds",
+    "minutes", "steps"}."""
+    import time
+
+    checks.check_forecast_steps(steps)
+    model, criterion, optimizer, _, bf16 = build(recipe, data, device, speedup, cooled_rate=lambda *_: 1.0)  # any rate
+    batches = epoch_batches(recipe, data, 1, 0, 1, device)
+    size = [b.src.numel() + b.tgt_in.numel() for b in batches]  # padded tokens, both sides
+    picked = [batches[i * len(batches) // steps] for i in range(steps)]
+    seconds = tokens = 0.0
+    model.train()
+    with torch.autocast(device.type, torch.bfloat16, enabled=bf16, cache_enabled=False):
+        for batch in picked:
+            for _ in range(2):  # the same batch twice: the second step is the one timed
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)
+                start = time.perf_counter()
+                optimizer_step(model, [batch], criterion, optimizer, recipe.clip_norm)
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)
+            seconds += time.perf_counter() - start
+            tokens += batch.src.numel() + batch.tgt_in.numel()
+    per_second = tokens / seconds
+    epoch_seconds = sum(size) / per_second
+    del model, optimizer
+    return {"tokens_per_second": per_second, "epoch_seconds": epoch_seconds,
+            "minutes": epoch_seconds * recipe.epochs / 60, "steps": steps}
 
 
 # ---- resuming, and the files of each epoch

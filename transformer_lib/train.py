@@ -3,7 +3,7 @@
 
     python -m transformer_lib.train copy [--steps N] [--seed S] [--device auto|cpu|cuda|mps]
     python -m transformer_lib.train multi30k [--budget smoke|cpu|full] [--out DIR] [--epochs N] [--seed S]
-                                             [--set FIELD=VALUE ...] [--no-test] [--no-resume]
+                                             [--set FIELD=VALUE ...] [--no-test] [--no-resume] [--no-forecast]
     python -m transformer_lib.train ship [CHECKPOINT] [--to FILE]
 
 `copy` trains chapter 5's copy task: a small Transformer learns to reproduce random sequences, and the
@@ -14,7 +14,9 @@ shipped model (transformer_lib/pretrained/multi30k_de_en.safetensors): float16 w
 history, scores, vocabulary and merges). It refuses a checkpoint that another recipe than RECIPES["full"] made.
 
 `multi30k` trains chapter 8's German-to-English model by the recipe of a run budget, writing a checkpoint per
-epoch to --out (default runs/multi30k-BUDGET); run the same command again to resume an interrupted run. --set
+epoch to --out (default runs/multi30k-BUDGET); run the same command again to resume an interrupted run. Before a fresh
+run it times a few steps of the recipe's model and forecasts the minutes of training on this machine (runs.forecast;
+--no-forecast skips it). --set
 changes any field of the recipe (e.g. --set warmup=200 cooldown=0.3), as dataclasses.replace would. It ends
 with validation and test2016 BLEU (--no-test: validation only; without Multi30k at hand, the offline corpus's test
 split, labelled as such), and the path of model.safetensors, which
@@ -106,6 +108,11 @@ def _distributed_environment(env) -> tuple[int, int]:
     return world, rank
 
 
+def _span(seconds: float) -> str:
+    """A forecast's time in words: seconds under a minute and a half, else minutes."""
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} minutes"
+
+
 def _multi30k(args: argparse.Namespace, rank: int, world: int) -> int:
     from dataclasses import replace
     from pathlib import Path
@@ -132,6 +139,15 @@ def _multi30k(args: argparse.Namespace, rank: int, world: int) -> int:
     say(f"budget {budget} on {device}{processes}: {data.source}, {len(data.train):,} training pairs, "
         f"vocabularies {len(data.src_vocab):,} / {len(data.tgt_vocab):,} tokens; checkpoints in {out}", flush=True)
     say(f"recipe: {recipe}", flush=True)
+    fresh = args.no_resume or not (out / "state.safetensors").exists()
+    if world == 1 and fresh and not args.no_forecast:  # before a fresh run: how long it will take here
+        from transformer_lib.runs import forecast
+
+        ahead = forecast(recipe, data, device, speed_up)
+        say(f"forecast on this machine: {ahead['tokens_per_second']:,.0f} padded tokens a second on the recipe's "
+            f"model ({ahead['steps']} steps timed), so about {_span(ahead['epoch_seconds'])} an epoch and "
+            f"{_span(60 * ahead['minutes'])} for {recipe.epochs} epoch{'s' * (recipe.epochs != 1)} of training, "
+            "validation aside", flush=True)
     try:
         run = train_translation(recipe, out, data=data, resume=not args.no_resume, device=device,
                                 progress=not args.quiet, log=lambda line: tqdm.write(line), speedup=speed_up)
@@ -220,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     m30k.add_argument("--set", nargs="+", metavar="FIELD=VALUE",
                       help="change fields of the recipe, e.g. --set warmup=200 cooldown=0.3 (values read as JSON)")
     m30k.add_argument("--no-test", action="store_true", help="end without scoring test2016")
+    m30k.add_argument("--no-forecast", action="store_true", help="start training at once, without first timing a few "
+                      "steps of the recipe's model to forecast the run's minutes on this machine")
     m30k.add_argument("--subwords", type=int, default=None, metavar="N",
                       help="train on BPE with N merges, one vocabulary shared by both languages and tied embeddings "
                            "(0: whole words; default: the recipe's)")

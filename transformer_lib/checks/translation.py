@@ -106,6 +106,11 @@ def check_epoch_batches(n_batches: int, accum_steps: int, world: int) -> None:
                          "train_pairs)")
 
 
+def check_forecast_steps(steps) -> None:
+    """runs.forecast's number of timed steps: at least 1 (one more warms up first)."""
+    check_int("steps", steps)
+
+
 def check_training_run(recipe, recipe_type: type, data, data_type: type, out_dir, speedup=None) -> None:
     """train_translation's inputs: a Recipe, prepared data (or None), an out_dir that is not a file, and for a fast
     recipe the function that makes it fast."""
