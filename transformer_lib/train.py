@@ -113,6 +113,21 @@ def _span(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} minutes"
 
 
+def _forecast(recipe, data, device, out, say) -> None:
+    """Say how long the run will take on this machine (runs.forecast), once no other training holds `out`."""
+    from transformer_lib.files import locked_folder
+    from transformer_lib.fast import speed_up
+    from transformer_lib.runs import forecast
+
+    with locked_folder(out):  # a folder another training writes is refused now, not after the forecast
+        pass
+    ahead = forecast(recipe, data, device, speed_up)
+    say(f"forecast on this machine: {ahead['tokens_per_second']:,.0f} padded tokens a second on the recipe's model "
+        f"({ahead['steps']} steps timed), so about {_span(ahead['epoch_seconds'])} an epoch and "
+        f"{_span(60 * ahead['minutes'])} for {recipe.epochs} epoch{'s' * (recipe.epochs != 1)} of training, "
+        "validation aside", flush=True)
+
+
 def _multi30k(args: argparse.Namespace, rank: int, world: int) -> int:
     from dataclasses import replace
     from pathlib import Path
@@ -140,15 +155,9 @@ def _multi30k(args: argparse.Namespace, rank: int, world: int) -> int:
         f"vocabularies {len(data.src_vocab):,} / {len(data.tgt_vocab):,} tokens; checkpoints in {out}", flush=True)
     say(f"recipe: {recipe}", flush=True)
     fresh = args.no_resume or not (out / "state.safetensors").exists()
-    if world == 1 and fresh and not args.no_forecast:  # before a fresh run: how long it will take here
-        from transformer_lib.runs import forecast
-
-        ahead = forecast(recipe, data, device, speed_up)
-        say(f"forecast on this machine: {ahead['tokens_per_second']:,.0f} padded tokens a second on the recipe's "
-            f"model ({ahead['steps']} steps timed), so about {_span(ahead['epoch_seconds'])} an epoch and "
-            f"{_span(60 * ahead['minutes'])} for {recipe.epochs} epoch{'s' * (recipe.epochs != 1)} of training, "
-            "validation aside", flush=True)
     try:
+        if world == 1 and fresh and not args.no_forecast:  # before a fresh run: how long it will take here
+            _forecast(recipe, data, device, out, say)
         run = train_translation(recipe, out, data=data, resume=not args.no_resume, device=device,
                                 progress=not args.quiet, log=lambda line: tqdm.write(line), speedup=speed_up)
     except KeyboardInterrupt:
