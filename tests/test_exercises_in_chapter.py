@@ -10,8 +10,8 @@ the list of that name in chapter 7.
 - `test_no_exercise_cell_rebinds_a_name_of_its_chapter` reads the cells: no name an exercise cell binds (its
   stub, its imports) is bound at the top level by a code cell before the exercises.
 - `test_solved_exercises_leave_the_chapter_runnable` runs each chapter in a fresh kernel under BOOK_BUDGET=smoke,
-  from a copy in an empty folder (as tests/test_chapters_alone.py does), with every exercise cell's stub replaced
-  by its worked solution from solutions/chNN_*.py; each exercise cell must print that it passes. Then, in the same
+  from a copy in an empty folder, as in Colab (a chapter reading a file beside it, or a name only another notebook
+  made, fails here), with every exercise cell's stub replaced by its worked solution from solutions/chNN_*.py; each exercise cell must print that it passes. Then, in the same
   kernel, it runs again, in order, every code cell before the exercises except the definition cells (`#| export`,
   `#| exporti`): running those again would define afresh every name the chapter exports and hide an exercise that
   shadows one, and a learner going back to an experiment runs the experiment, not the library. Throughout, no cell

@@ -5,6 +5,7 @@ The run happens in a copy of this checkout (its files as they are now, committed
 HOME and TMPDIR pointed into the test's folder, so that every file the chapters write can be found afterwards.
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -20,6 +21,8 @@ ALLOWED_IN_HOME = (".cache/transformer_lib", ".cache/matplotlib", ".config/matpl
 ALLOWED_IGNORED = ("notebooks/runs/",)
 # Chapters whose work is the same under every budget: run again on one machine, they must be byte-identical.
 SAME_UNDER_EVERY_BUDGET = ("01_embeddings", "02_attention", "03_blocks", "04_model", "06_data")
+# What book run prints: "[3/11] Title (file), budget smoke ...", then "... done in 4.2s", and nothing else
+PROGRESS = re.compile(r"^\[[0-9]+/[0-9]+\] ")
 
 
 def git(repo: Path, *args: str) -> str:
@@ -55,6 +58,9 @@ def test_book_run_twice_leaves_git_clean_and_writes_only_documented_places(tmp_p
     for command in (["run"], ["run", "8", *SAME_UNDER_EVERY_BUDGET], ["check"]):
         result = subprocess.run(book + command, cwd=repo, env=env, capture_output=True, text=True, timeout=1500)
         assert result.returncode == 0, result.stdout + result.stderr
+        if command[0] == "run":  # a run prints its progress lines and nothing else (README, Run)
+            stray = [line for line in (result.stdout + result.stderr).splitlines() if not PROGRESS.match(line)]
+            assert not stray, f"book {' '.join(command)} printed besides its progress lines: {stray}"
         if command == ["run"]:
             first = {name: (repo / name).read_bytes() for name in same_work}
     again = [name for name in same_work if (repo / name).read_bytes() != first[name]]
