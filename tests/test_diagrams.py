@@ -221,3 +221,23 @@ def test_chapter_6s_pipeline_picture_shows_the_pieces_and_ids_its_chapter_makes(
     assert sub_en(SENTENCE) == sum(PIECES, [])
     sentences = [SENTENCE, "Two dogs play in the snow.", "A dog runs."]
     assert [vocab.encode(sub_en(s), add_bos_eos=True) for s in sentences] == ROWS and vocab.pad_idx == PAD_ID
+
+
+def test_readable_width_keeps_the_smallest_label_at_9_css_px_and_the_site_gives_it_to_every_diagram(tmp_path):
+    from transformer_lib.book import load_book
+    from transformer_lib.book.site_chapters import _diagram_widths
+    from transformer_lib.diagrams import readable_width
+
+    svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="800" height="100"><text font-size="12">a</text>'
+           '<text font-size="10">b</text></svg>')
+    assert readable_width(svg) == 720  # 800 x 9 / 10: the 10-px label is 9 px at 720 px wide
+    assert readable_width(svg, smallest=12) == 960
+    assert readable_width('<svg width="800"><rect width="1" height="1"/></svg>') is None  # no label to keep
+    with pytest.raises(ValueError, match="width"):
+        readable_width('<svg viewBox="0 0 800 100"><text font-size="10">b</text></svg>')
+    css = _diagram_widths(load_book(ROOT))
+    figures = sorted((ROOT / "docs" / "figures").glob("*.svg"))
+    for path in figures:
+        width = readable_width(path.read_text(encoding="utf-8"))
+        assert f'img[src$="/{path.stem}.png"] {{ min-width: {width}px; }}' in css, path.name
+    assert len(figures) >= 50

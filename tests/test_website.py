@@ -914,3 +914,60 @@ def test_on_a_phone_chapters_are_cards_and_printed_tables_keep_their_lines(site)
     assert broken == [] and found[1280][3] == [], (broken, found[1280][3])
     assert height < 4500, height  # the table was about 5,700 px tall before it became cards
     assert outputs and {w for w, _ in outputs} == {"pre"} and any(scrolls for _, scrolls in outputs), outputs
+
+
+# each diagram's rendered width and each drawn chart's smallest label, in CSS px, on the page as shown
+LABEL_SIZES_JS = r"""
+document.querySelectorAll("details").forEach(d => { d.open = true; });  // a folded section's figures too
+const article = document.querySelector("article");
+const diagrams = Array.from(article.querySelectorAll("img")).map(i => [i.getAttribute("src").split("/").pop(),
+  i.getBoundingClientRect().width]);
+const charts = Array.from(article.querySelectorAll(".tb-chart-drawn svg")).map(svg => {
+  const scale = svg.getBoundingClientRect().width / svg.width.baseVal.value;
+  const sizes = Array.from(svg.querySelectorAll("text")).map(t => parseFloat(getComputedStyle(t).fontSize))
+    .filter(s => s > 0);
+  return Math.min(...sizes) * scale;
+});
+return [diagrams, charts, document.documentElement.scrollWidth];
+"""
+
+
+def test_on_a_phone_every_diagram_and_chart_keeps_labels_of_9_css_px(site):
+    """At 390 px each diagram of docs/figures/ is shown at least as wide as its smallest label needs to be 9 CSS px
+    tall (it scrolls sideways in its paragraph, the page does not), and each drawn chart's smallest label is 9 px."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from transformer_lib.diagrams import FIGURES_DIR
+
+    book, out, pages = site
+    svgs = {p.stem + ".png": p.read_text(encoding="utf-8") for p in (ROOT / FIGURES_DIR).glob("*.svg")}
+
+    def smallest_label(svg, shown):  # the smallest font size, scaled from the canvas's width to the shown width
+        width = float(re.search(r'<svg\b[^>]*\swidth="([0-9.]+)"', svg).group(1))
+        return min(float(s) for s in re.findall(r'font-size="([0-9.]+)"', svg)) * shown / width
+
+    browser = _browser()
+    small, seen, charts, wide = [], set(), 0, []
+    try:
+        browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True})
+        for page in (p for p in pages if p.kind == "chapter"):
+            browser.get((out / page.html).as_uri())
+            WebDriverWait(browser, 60).until(lambda b: b.execute_script(
+                "return document.readyState === 'complete' && document.querySelectorAll('.tb-chart').length === "
+                "document.querySelectorAll('.tb-chart[data-drawn]').length"))
+            diagrams, chart_labels, scroll_width = browser.execute_script(LABEL_SIZES_JS)
+            for name, shown in diagrams:
+                if name in svgs:
+                    seen.add(name)
+                    if smallest_label(svgs[name], shown) < 8.99:
+                        small.append((page.html, name, round(smallest_label(svgs[name], shown), 1)))
+            small += [(page.html, "chart", round(px, 1)) for px in chart_labels if px < 8.99]
+            charts += len(chart_labels)
+            if scroll_width > 390:
+                wide.append((page.html, scroll_width))
+    finally:
+        browser.quit()
+    assert len(seen) >= 50 and charts >= 4, (sorted(seen), charts)  # every chapter's diagrams and charts were seen
+    assert small == [], small
+    assert wide == [], wide

@@ -35,7 +35,8 @@ import nbformat
 import yaml
 
 # VEGALITE_MIMES and the link patterns are not used here: they stay importable from site, as before the split
-from transformer_lib.book.site_chapters import ALT_TEXT_FILE, VEGALITE_MIMES, _alt_texts, _chapter, _read_notebook
+from transformer_lib.book.site_chapters import (ALT_TEXT_FILE, VEGALITE_MIMES, _alt_texts, _chapter, _diagram_widths,
+                                                _read_notebook)
 from transformer_lib.book.site_markdown import (_BADGE, _DEFINITION, _HTML_HREF, _LINK, MYST_EXTENSIONS, _markdown,
                                                 _Place, rewrite_links)
 from transformer_lib.book.site_safety import SiteError, _inside, _source, _write, html_loads
@@ -126,8 +127,8 @@ def assemble(book, src: Path) -> list[Page]:
     site_pages = set(pages_of.values())
     alt = _alt_texts(book)
     src.mkdir(parents=True, exist_ok=True)
-    for name in ("site.css", "site.js"):
-        _write(src, f"_static/{name}", (STATIC / name).read_bytes())
+    _write(src, "_static/site.css", (STATIC / "site.css").read_text(encoding="utf-8") + _diagram_widths(book))
+    _write(src, "_static/site.js", (STATIC / "site.js").read_bytes())
     _write(src, "_static/scorer.js", (STATIC / "scorer.js").read_text(encoding="utf-8").replace(
         "var HEADINGS = {};", f"var HEADINGS = {json.dumps(_headings(book), sort_keys=True)};", 1))
     _write(src, "_templates/search.html", (STATIC / "search.html").read_bytes())

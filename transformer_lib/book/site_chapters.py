@@ -191,3 +191,21 @@ def _alt_texts(book) -> dict:
     if unknown:
         raise SiteError(f"{ALT_TEXT_FILE} names notebooks that are not chapters: {', '.join(sorted(unknown))}")
     return {k: {str(cell): v if isinstance(v, list) else [v] for cell, v in cells.items()} for k, cells in data.items()}
+
+
+def _diagram_widths(book) -> str:
+    """CSS giving each diagram of docs/figures/ the width at which its smallest label is READABLE_PX tall: in a
+    narrower column (a phone's) it keeps that width and scrolls sideways in its paragraph (site.css)."""
+    from transformer_lib.diagrams import FIGURES_DIR, READABLE_PX, readable_width
+
+    rules = []
+    for svg in sorted((book.root / FIGURES_DIR).glob("*.svg")):
+        try:
+            width = readable_width(svg.read_text(encoding="utf-8"))
+        except ValueError as err:
+            raise SiteError(f"{svg.relative_to(book.root).as_posix()}: {err}") from None
+        if width is not None:  # a picture without labels keeps the theme's sizing
+            rules.append(f'article img[src$="/{svg.stem}.png"] {{ min-width: {width}px; }}')
+    return (f"/* written by the builder: each diagram's labels stay at least {READABLE_PX} CSS px */\n" + "\n".join(rules)
+            + "\n") if rules else ""
+

@@ -19,18 +19,20 @@ import base64
 import hashlib
 import importlib
 import io
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 __all__ = ["Diagram", "DIAGRAMS", "diagram", "draw_svg", "rasterize", "png_source", "image_refs", "sync_figures",
-           "figure_problems", "FIGURES_DIR"]
+           "figure_problems", "FIGURES_DIR", "READABLE_PX", "readable_width"]
 
 FIGURES_DIR = Path("docs") / "figures"
 # the modules that hold the drawings, in chapter order
 _MODULES = ["model", "embeddings", "attention", "blocks", "training", "data", "decoding", "translation", "fast", "gpt",
             "modern"]
+READABLE_PX = 9  # the smallest label a page may show, in CSS pixels (readable_width)
 SCALE = 2  # PNG pixels per SVG pixel: sharp on a high-density screen, scaled down to the page's width elsewhere
 _SOURCE_KEY = "svg-sha256"
 IMAGE = re.compile(r"!\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(([^)\s]+)\)")  # alt text may hold x[0]
@@ -87,6 +89,20 @@ def draw_svg(name: str) -> str:
     if name not in diagrams:
         raise ValueError(f"no diagram named {name!r}; known: {', '.join(sorted(diagrams))}")
     return diagrams[name].draw().svg()
+
+
+def readable_width(svg: str, smallest: float = READABLE_PX) -> int | None:
+    """The narrowest width, in CSS pixels, at which a diagram still shows its smallest label `smallest` pixels tall:
+    its canvas width times `smallest` over its smallest font size (None for a picture without text). The website
+    keeps each diagram at least this wide; in a narrower column, a phone's, it scrolls sideways (book.site)."""
+    sizes = [float(size) for size in re.findall(r'font-size="([0-9.]+)"', svg)]
+    if not sizes:
+        return None
+    head = re.search(r"<svg\b[^>]*>", svg)
+    width = re.search(r'\swidth="([0-9.]+)"', head.group(0)) if head else None
+    if width is None or min(sizes) <= 0:
+        raise ValueError('a picture with labels needs <svg width="..."> and font sizes above 0 to be kept readable')
+    return math.ceil(float(width.group(1)) * smallest / min(sizes))
 
 
 def _sha(svg: str) -> str:

@@ -18,8 +18,21 @@
     target.className = "tb-chart-drawn";
     return window.vegaEmbed(target, spec, {renderer: "svg", actions: false}).then(function () {
       box.appendChild(target);
+      keepReadable(target.querySelector("svg"));
       box.setAttribute("data-drawn", "true");
     }).catch(function (err) { console.error("chart: " + err); });
+  }
+  // A chart shrinks with the column, but never so far that its smallest label is under 9 CSS px: in a narrower column
+  // (a phone's) it keeps that width and scrolls sideways in its box.
+  function keepReadable(svg) {
+    if (!svg) { return; }
+    var sizes = Array.prototype.map.call(svg.querySelectorAll("text"), function (t) {
+      return parseFloat(getComputedStyle(t).fontSize);
+    }).filter(function (size) { return size > 0; });
+    var width = parseFloat(svg.getAttribute("width"));
+    if (sizes.length && width > 0) {
+      svg.style.minWidth = Math.ceil(width * 9 / Math.min.apply(null, sizes)) + "px";
+    }
   }
   function start() {
     var charts = document.querySelectorAll(".tb-chart");
