@@ -9,6 +9,7 @@ import json
 import re
 import shutil
 import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import nbformat
@@ -215,10 +216,30 @@ def test_the_chart_library_loads_only_where_a_chart_is_and_no_unused_mathjax_is_
         assert not [s for s in scripts if "vega.js" in s or "scorer.js" in s], (path.relative_to(out), scripts)
     assert "loadVega" in (out / "_static" / "site.js").read_text(encoding="utf-8")
     mathjax = out / "_static" / "mathjax"
-    assert (mathjax / "tex-chtml.js").is_file() and (mathjax / "output" / "chtml.js").is_file()
+    assert (mathjax / "startup.js").is_file() and (mathjax / "output" / "chtml.js").is_file()
+    assert not (mathjax / "tex-chtml.js").exists() and not (mathjax / "ui" / "menu.js").exists()
     for folder, names in site_module.UNUSED_MATHJAX.items():
         assert not [n for n in names if (out / folder / n).exists()], folder
     assert not list(mathjax.glob("*-full*.js")) and not list(mathjax.glob("tex-svg*.js"))
+
+
+def test_pages_load_no_fontawesome_js_search_tools_only_on_the_search_page_and_icon_fonts_of_the_icons_used(site):
+    """The theme's 1.5 MB fontawesome.js is neither loaded nor published (its stylesheet draws the icons from the web
+    fonts, cut to the icons the site names); Sphinx's search index loads on the search page alone."""
+    _, out, _ = site
+    for path in _all_html(out):
+        text = path.read_text(encoding="utf-8")
+        assert "fontawesome.js" not in text, path.relative_to(out)
+        assert ("searchindex.js" in text) == (path.name == "search.html"), path.relative_to(out)
+    assert not (out / "_static" / "scripts" / "fontawesome.js").exists()
+    fonts = out / "_static" / "vendor" / "fontawesome" / "webfonts"
+    assert {p.name for p in fonts.iterdir()} >= {"fa-solid-900.woff2", "fa-brands-400.woff2"}
+    assert all(p.stat().st_size < 20_000 for p in fonts.iterdir())  # 118-420 KB each before the cut
+
+    from fontTools.ttLib import TTFont
+
+    shown = set(TTFont(fonts / "fa-brands-400.woff2").getBestCmap()) | set(TTFont(fonts / "fa-solid-900.woff2").getBestCmap())
+    assert {0xF09B, 0xF0C9, 0xF002} <= shown  # github, bars (the menu), magnifying-glass (search)
 
 
 def test_a_worked_solutions_download_button_gives_its_code(site):
@@ -776,6 +797,14 @@ def _requests(browser):
     return requests, failed
 
 
+def _weight(requests) -> int:
+    """The bytes a page loaded before its figures: every file it requested but pictures and the chart library, which
+    draws the charts (site.js loads it only on a page with a chart)."""
+    files = {Path(urllib.request.url2pathname(urllib.parse.urlparse(u).path)) for u in requests if u.startswith("file:")}
+    return sum(f.stat().st_size for f in files if f.is_file() and f.suffix not in (".png", ".jpg", ".jpeg", ".gif", ".svg")
+               and f.name != "vega.js")
+
+
 @pytest.mark.parametrize("width, height, theme", [(1280, 900, "light"), (390, 844, "dark")])
 def test_every_page_reads_cleanly_in_headless_chromium(site, width, height, theme):
     """Every page at this width and theme: no console error, no request leaving the site or failing, nothing clipped,
@@ -808,11 +837,16 @@ def test_every_page_reads_cleanly_in_headless_chromium(site, width, height, them
             assert outside == [] and failed == [], (page.html, outside[:3], failed[:3])
             errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
             assert errors == [], (page.html, errors[:3])
-            report[page.html] = {"requests": len(requests), "text sampled for contrast": sampled}
+            weight = _weight(requests)
+            assert weight <= 2_000_000, (page.html, weight)  # the page, its styles, scripts and fonts: 2 MB at most
+            report[page.html] = {"requests": len(requests), "bytes before figures": weight,
+                                 "text sampled for contrast": sampled}
             if width < 600 and page.kind == "chapter":  # the menu and contents buttons open what they name
                 _opens(browser, "button.primary-toggle", "nav.bd-links a", page.html)
                 browser.get((out / page.html).as_uri())
                 _opens(browser, "button.secondary-toggle", "#pst-page-toc-nav a", page.html)
+                again, failed = _requests(browser)  # the reload's, so that the next page's weight is its own
+                assert [u for u in again if not u.startswith(("file:", "data:", "blob:"))] == [] and failed == [], page.html
             if (width, page.html) in ((1280, "notebooks/07_decoding.html"), (390, "notebooks/02_attention.html")):
                 SCREENSHOTS.mkdir(parents=True, exist_ok=True)
                 browser.save_screenshot(str(SCREENSHOTS / f"{Path(page.html).stem}-{width}px-{theme}.png"))

@@ -40,6 +40,7 @@ from transformer_lib.book.site_chapters import (ALT_TEXT_FILE, VEGALITE_MIMES, _
 from transformer_lib.book.site_markdown import (_BADGE, _DEFINITION, _HTML_HREF, _LINK, MYST_EXTENSIONS, _markdown,
                                                 _Place, rewrite_links)
 from transformer_lib.book.site_safety import SiteError, _inside, _source, _write, html_loads
+from transformer_lib.book.site_weight import subset_icon_fonts, theme_templates
 
 __all__ = ["SiteError", "Page", "ALT_TEXT_FILE", "assemble", "build_site", "rewrite_links", "html_loads"]
 
@@ -132,6 +133,8 @@ def assemble(book, src: Path) -> list[Page]:
     _write(src, "_static/scorer.js", (STATIC / "scorer.js").read_text(encoding="utf-8").replace(
         "var HEADINGS = {};", f"var HEADINGS = {json.dumps(_headings(book), sort_keys=True)};", 1))
     _write(src, "_templates/search.html", (STATIC / "search.html").read_bytes())
+    for name, text in theme_templates().items():  # a lighter page: no fontawesome.js, search tools on search.html only
+        _write(src, f"_templates/{name}", text)
     pages: list[Page] = []
     copied: dict[str, str] = {}
 
@@ -252,14 +255,26 @@ html_sidebars = {{"**": ["navbar-logo.html", "sbt-sidebar-nav.html"]}}  # one se
 # Jupyter Book puts every script of _static on every page: the chart library only where site.js finds a chart, the
 # search ranking only on the search page (html_search_scorer)
 html_js_files = [f for f in html_js_files if (f[0] if isinstance(f, tuple) else f) not in ("vega.js", "scorer.js")]
+# MathJax from its parts, not tex-chtml.js (1.2 MB): the TeX input, the HTML output and the hidden MathML a screen
+# reader reads, without the contextual menu (0.4 MB)
+def setup(app):  # run after the extensions' own: sphinx-mathjax-offline sets tex-chtml.js in its setup
+    app.config.mathjax_path = "mathjax/startup.js"
+
+
+mathjax3_config = {{**(globals().get("mathjax3_config") or {{}}),
+                    "loader": {{"load": ["input/tex", "output/chtml", "a11y/assistive-mml"]}}}}
 """
-# MathJax's bundles and outputs that no page loads: every page with math loads mathjax/tex-chtml.js, which fetches
-# the parts it needs (TeX extensions, CHTML fonts, the accessibility menu's speech) from beside it
-UNUSED_MATHJAX = {"_static/mathjax": ("mml-chtml.js", "mml-svg.js", "tex-mml-chtml.js", "tex-mml-svg.js", "tex-svg.js",
-                                      "tex-svg-full.js", "tex-chtml-full.js", "tex-chtml-full-speech.js", "node-main.js",
-                                      "latest.js"),
+# MathJax's bundles and outputs that no page loads: every page with math loads mathjax/startup.js, which fetches the
+# parts CONF_ADDITIONS names (TeX input, CHTML output, assistive MathML) and what they need from beside it
+# (and the theme's fontawesome.js, 1.5 MB, which no page loads: site_weight.theme_templates)
+UNUSED_MATHJAX = {"_static/scripts": ("fontawesome.js", "fontawesome.js.LICENSE.txt", "fontawesome.js.map"),
+                  "_static/mathjax": ("tex-chtml.js", "mml-chtml.js", "mml-svg.js", "tex-mml-chtml.js", "tex-mml-svg.js",
+                                      "tex-svg.js", "tex-svg-full.js", "tex-chtml-full.js", "tex-chtml-full-speech.js",
+                                      "node-main.js", "latest.js", "sre"),
                   "_static/mathjax/output": ("svg", "svg.js"),
-                  "_static/mathjax/input": ("mml", "mml.js", "asciimath.js", "tex-full.js", "tex-base.js")}
+                  "_static/mathjax/input": ("mml", "mml.js", "asciimath.js", "tex-full.js", "tex-base.js"),
+                  "_static/mathjax/ui": ("menu.js",),
+                  "_static/mathjax/a11y": ("sre.js", "complexity.js", "explorer.js", "semantic-enrich.js")}
 # what Sphinx keeps to rebuild faster, never published: pickles that name the build machine's folders
 BUILD_STATE = (".doctrees", ".buildinfo", "*.pickle", "*.doctree")
 
@@ -319,6 +334,7 @@ def build_site(book, out: Path, log=print) -> list[Page]:
                 return set(state(where, names)) | {n for n in names if n in unused}
 
             shutil.copytree(built, folder, dirs_exist_ok=True, ignore=leave_out)
+            subset_icon_fonts(folder)
             for chapter in book.chapters:  # the download button gives the chapter as committed, outputs and all
                 target = _inside(folder, f"_sources/{chapter.file}")
                 target.unlink(missing_ok=True)
