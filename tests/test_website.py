@@ -5,6 +5,7 @@ theme) and a phone's 390x844 (dark theme).
 The browser tests need Chromium and its driver (Debian: apt-get install chromium chromium-driver); where they are
 missing they are skipped, saying so. Screenshots of a desktop and a phone page go to build/screenshots/.
 """
+import base64
 import json
 import re
 import shutil
@@ -20,6 +21,7 @@ import transformer_lib.book as bk
 from transformer_lib.book import site as site_module
 from transformer_lib.book.cli import main as book_main
 from transformer_lib.book.site import SiteError, assemble, build_site, html_loads, rewrite_links
+from transformer_lib.book.site_chapters import _plot_width
 
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / "build" / "screenshots"
@@ -954,27 +956,42 @@ def test_on_a_phone_chapters_are_cards_and_printed_tables_keep_their_lines(site)
 LABEL_SIZES_JS = r"""
 document.querySelectorAll("details").forEach(d => { d.open = true; });  // a folded section's figures too
 const article = document.querySelector("article");
-const diagrams = Array.from(article.querySelectorAll("img")).map(i => [i.getAttribute("src").split("/").pop(),
-  i.getBoundingClientRect().width]);
+const diagrams = Array.from(article.querySelectorAll("img")).filter(i => !i.closest(".tb-chart")).map(i =>
+  [i.getAttribute("src").split("/").pop(), i.getBoundingClientRect().width]);
 const charts = Array.from(article.querySelectorAll(".tb-chart-drawn svg")).map(svg => {
   const scale = svg.getBoundingClientRect().width / svg.width.baseVal.value;
   const sizes = Array.from(svg.querySelectorAll("text")).map(t => parseFloat(getComputedStyle(t).fontSize))
     .filter(s => s > 0);
   return Math.min(...sizes) * scale;
 });
-return [diagrams, charts, document.documentElement.scrollWidth];
+// a formula that fits its line but scrolls (a scroll bar under it): what overflows is not the formula
+const bars = Array.from(article.querySelectorAll("span.math")).filter(m => m.scrollWidth > m.clientWidth + 1 &&
+  m.querySelector("mjx-math") && m.querySelector("mjx-math").getBoundingClientRect().width <= m.clientWidth + 1)
+  .map(m => m.textContent.slice(0, 30));
+return [diagrams, charts, document.documentElement.scrollWidth, bars];
 """
 
 
 def test_on_a_phone_every_diagram_and_chart_keeps_labels_of_9_css_px(site):
     """At 390 px each diagram of docs/figures/ is shown at least as wide as its smallest label needs to be 9 CSS px
-    tall (it scrolls sideways in its paragraph, the page does not), and each drawn chart's smallest label is 9 px."""
+    tall (it scrolls sideways in its paragraph, the page does not), each drawn chart's smallest label is 9 px, and each
+    matplotlib plot is as wide as its cell's smallest font size (or matplotlib's 10 points) needs at its PNG's dpi.
+    A formula scrolls only when it is wider than its line."""
     from selenium.webdriver.support.ui import WebDriverWait
 
     from transformer_lib.diagrams import FIGURES_DIR
 
     book, out, pages = site
     svgs = {p.stem + ".png": p.read_text(encoding="utf-8") for p in (ROOT / FIGURES_DIR).glob("*.svg")}
+    plots = {}  # the site's name of each plot -> (its PNG, its cell's source)
+    for chapter in book.chapters:
+        for cell in nbformat.read(ROOT / chapter.file, as_version=4).cells:
+            pictures = [o["data"] for o in cell.get("outputs", []) if "image/png" in o.get("data", {})]
+            for n, data in enumerate(pictures):  # numbered as the builder numbers them, charts' pictures included
+                if not any("vegalite" in k for k in data):
+                    plots[f"{Path(chapter.file).stem}-{cell.id}-{n}.png"] = (base64.b64decode(data["image/png"]),
+                                                                            cell.source)
+    seen_plots = set()
 
     def smallest_label(svg, shown):  # the smallest font size, scaled from the canvas's width to the shown width
         width = float(re.search(r'<svg\b[^>]*\swidth="([0-9.]+)"', svg).group(1))
@@ -990,9 +1007,15 @@ def test_on_a_phone_every_diagram_and_chart_keeps_labels_of_9_css_px(site):
             WebDriverWait(browser, 60).until(lambda b: b.execute_script(
                 "return document.readyState === 'complete' && document.querySelectorAll('.tb-chart').length === "
                 "document.querySelectorAll('.tb-chart[data-drawn]').length"))
-            diagrams, chart_labels, scroll_width = browser.execute_script(LABEL_SIZES_JS)
+            diagrams, chart_labels, scroll_width, bars = browser.execute_script(LABEL_SIZES_JS)
+            small += [(page.html, "a formula that fits scrolls", text) for text in bars]
             for name, shown in diagrams:
-                if name in svgs:
+                if name in plots:
+                    needed = _plot_width(plots[name][0], plots[name][1])
+                    seen_plots.add(name)
+                    if needed is None or shown < needed - 0.5:
+                        small.append((page.html, name, round(shown), needed))
+                elif name in svgs:
                     seen.add(name)
                     if smallest_label(svgs[name], shown) < 8.99:
                         small.append((page.html, name, round(smallest_label(svgs[name], shown), 1)))
@@ -1003,5 +1026,33 @@ def test_on_a_phone_every_diagram_and_chart_keeps_labels_of_9_css_px(site):
     finally:
         browser.quit()
     assert len(seen) >= 50 and charts >= 4, (sorted(seen), charts)  # every chapter's diagrams and charts were seen
+    assert seen_plots == set(plots), set(plots) - seen_plots
     assert small == [], small
     assert wide == [], wide
+
+
+def test_a_plots_readable_width_follows_its_smallest_font_and_its_dpi():
+    """matplotlib's PNG at 100 dpi: 10 points are 13.9 px, so a 1,000-px plot keeps its ticks 9 px tall down to 648 px;
+    a legend at fontsize=7 (9.7 px) needs 926 px, "small" (8.33 points) 778 px; a picture not from matplotlib, none."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    fig, ax = plt.subplots(figsize=(10, 2), dpi=100)
+    ax.plot([0, 1])
+    out = io.BytesIO()
+    fig.savefig(out, format="png", dpi=100)  # no tight crop: 1,000 px wide
+    plt.close(fig)
+    png = out.getvalue()
+    assert Image.open(io.BytesIO(png)).width == 1000
+    assert _plot_width(png, "ax.plot(x)") == 648
+    assert _plot_width(png, 'ax.plot(x)\nax.legend(fontsize=7)\nax.title.set_fontsize(9)') == 926
+    assert _plot_width(png, 'ax.legend(fontsize="small")') == 778
+    plain = io.BytesIO()
+    Image.new("RGB", (1000, 200)).save(plain, format="PNG")
+    assert _plot_width(plain.getvalue(), "ax.legend(fontsize=7)") is None
+

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import math
 import os
 import re
 from pathlib import Path
@@ -33,13 +34,43 @@ _SAFE_OUTPUTS = {"text/plain", "text/html", "text/markdown", "text/latex", "imag
                  *VEGALITE_MIMES}
 
 
-def _figure_html(png_b64: str, site: Path, to_static: str, name: str, alt: str, chart: dict | None = None) -> str:
+# matplotlib's font sizes by name, in points (its default font.size is 10)
+_NAMED_SIZES = {"xx-small": 5.79, "x-small": 6.94, "small": 8.33, "medium": 10.0, "large": 12.0, "x-large": 14.4,
+                "xx-large": 17.28}
+_FONT_SIZE = re.compile(r"""fontsize\s*[=(]\s*(?:([0-9.]+)|["']([a-z-]+)["'])""")
+
+
+def _plot_width(png: bytes, source: str) -> int | None:
+    """The narrowest width, in CSS pixels, at which a matplotlib plot shows its smallest text READABLE_PX tall: the
+    smallest size the cell's source gives (`fontsize=7`, `set_fontsize(9)`, "small") or matplotlib's default of 10
+    points, at the dpi the PNG carries. None for a picture matplotlib did not write."""
+    import io
+
+    from PIL import Image
+
+    from transformer_lib.diagrams import READABLE_PX
+
+    image = Image.open(io.BytesIO(png))
+    if not str(image.info.get("Software", "")).startswith("Matplotlib"):
+        return None
+    sizes = [float(n) if n else _NAMED_SIZES.get(name, 10.0) for n, name in _FONT_SIZE.findall(source)]
+    dpi = round(float(image.info.get("dpi", (100,))[0]), 1)  # PNG keeps pixels a metre: 100 dpi reads 99.9998
+    smallest = min(sizes + [10.0]) * dpi / 72  # points to the PNG's pixels
+    return math.ceil(round(image.width * READABLE_PX / smallest, 6))
+
+
+def _figure_html(png_b64: str, site: Path, to_static: str, name: str, alt: str, chart: dict | None = None,
+                 source: str = "") -> str:
     """An output's figure as a file in _static/figures and the HTML that shows it, linked to its full size; a chart
-    also carries its spec, which site.js draws over the picture. `to_static`: the page's way to _static/."""
-    _write(site, f"_static/figures/{name}", base64.b64decode(png_b64))
+    also carries its spec, which site.js draws over the picture. `to_static`: the page's way to _static/. A plot keeps
+    the width at which its smallest text is READABLE_PX tall (`source`: its cell's code), and scrolls in its box."""
+    png = base64.b64decode(png_b64)
+    _write(site, f"_static/figures/{name}", png)
     src = f"{to_static}/figures/{name}"
+    width = None if chart is not None else _plot_width(png, source)
+    style = f' style="min-width: {width}px"' if width else ""
     img = (f'<a class="tb-figure-link" href="{src}" title="Open the figure at full size">'
-           f'<img class="tb-figure" src="{src}" alt="{html.escape(alt, quote=True)}" loading="lazy"></a>')
+           f'<img class="tb-figure" src="{src}" alt="{html.escape(alt, quote=True)}" loading="lazy"{style}></a>')
     if chart is None:
         return f'<div class="tb-figure-box">{img}</div>'
     spec = json.dumps(chart).replace("</", "<\\/").replace("<!--", "<\\!--")  # nothing closes the script element
@@ -107,7 +138,8 @@ def _chapter(nb, where: str, alt: dict, site: Path, place: _Place, site_pages: s
                                     f"'{cell_id}' in {ALT_TEXT_FILE}")
                 chart = next((data[m] for m in VEGALITE_MIMES if m in data), None)
                 output["data"] = {"text/html": _figure_html(_text(data["image/png"]), site, to_static,
-                                                            f"{stem}-{cell_id}-{n}.png", str(texts[n]), chart)}
+                                                            f"{stem}-{cell_id}-{n}.png", str(texts[n]), chart,
+                                                            cell.source)}
                 output["metadata"] = {}
                 n, figures = n + 1, figures + 1
             if n < len(texts):
