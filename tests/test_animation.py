@@ -2,6 +2,7 @@
 step, with its cross-attention and candidates; deterministic, light, current, and shown with alt text."""
 import base64
 import io
+import re
 import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -163,3 +164,11 @@ def test_the_check_names_a_stale_or_missing_animation_and_figures_8_mends_it(tmp
     assert not [p for p in dg.figure_problems(book) if NAME in p]
     _, _, cells = _chapter_8_cells(book)
     assert base64.b64decode(cells[0].attachments[f"{NAME}.png"]["image/png"]) == FILE.read_bytes()
+
+
+def test_no_label_of_a_frame_is_smaller_than_small_which_the_website_keeps_readable(frames):
+    """an.SMALL is the smallest font size any frame uses; the website keeps the animation wide enough for it to be
+    9 CSS px (book.site_chapters._diagram_widths), so a label drawn smaller would shrink below that on a phone."""
+    sizes = {float(s) for drawing in frames.drawings for s in re.findall(r'font-size="([0-9.]+)"', drawing.svg())}
+    assert min(sizes) == an.SMALL, sorted(sizes)
+    assert all(drawing.width == an.WIDTH for drawing in frames.drawings)

@@ -979,10 +979,11 @@ def test_on_a_phone_every_diagram_and_chart_keeps_labels_of_9_css_px(site):
     A formula scrolls only when it is wider than its line."""
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from transformer_lib.diagrams import FIGURES_DIR
+    from transformer_lib.diagrams import FIGURES_DIR, animation
 
     book, out, pages = site
     svgs = {p.stem + ".png": p.read_text(encoding="utf-8") for p in (ROOT / FIGURES_DIR).glob("*.svg")}
+    animations = {name + ".png" for name in animation.ANIMATIONS}
     plots = {}  # the site's name of each plot -> (its PNG, its cell's source)
     for chapter in book.chapters:
         for cell in nbformat.read(ROOT / chapter.file, as_version=4).cells:
@@ -1015,6 +1016,10 @@ def test_on_a_phone_every_diagram_and_chart_keeps_labels_of_9_css_px(site):
                     seen_plots.add(name)
                     if needed is None or shown < needed - 0.5:
                         small.append((page.html, name, round(shown), needed))
+                elif name in animations:  # its frames are WIDTH wide and no label is under SMALL (test_animation)
+                    seen.add(name)
+                    if animation.SMALL * shown / animation.WIDTH < 8.99:
+                        small.append((page.html, name, round(animation.SMALL * shown / animation.WIDTH, 1)))
                 elif name in svgs:
                     seen.add(name)
                     if smallest_label(svgs[name], shown) < 8.99:
@@ -1025,7 +1030,7 @@ def test_on_a_phone_every_diagram_and_chart_keeps_labels_of_9_css_px(site):
                 wide.append((page.html, scroll_width))
     finally:
         browser.quit()
-    assert len(seen) >= 50 and charts >= 4, (sorted(seen), charts)  # every chapter's diagrams and charts were seen
+    assert len(seen) >= 50 and charts >= 4 and animations <= seen, (sorted(seen), charts)  # every one was seen
     assert seen_plots == set(plots), set(plots) - seen_plots
     assert small == [], small
     assert wide == [], wide

@@ -228,7 +228,7 @@ def _alt_texts(book) -> dict:
 def _diagram_widths(book) -> str:
     """CSS giving each diagram of docs/figures/ the width at which its smallest label is READABLE_PX tall: in a
     narrower column (a phone's) it keeps that width and scrolls sideways in its paragraph (site.css)."""
-    from transformer_lib.diagrams import FIGURES_DIR, READABLE_PX, readable_width
+    from transformer_lib.diagrams import FIGURES_DIR, READABLE_PX, animation, readable_width
 
     rules = []
     for svg in sorted((book.root / FIGURES_DIR).glob("*.svg")):
@@ -238,6 +238,9 @@ def _diagram_widths(book) -> str:
             raise SiteError(f"{svg.relative_to(book.root).as_posix()}: {err}") from None
         if width is not None:  # a picture without labels keeps the theme's sizing
             rules.append(f'article img[src$="/{svg.stem}.png"] {{ min-width: {width}px; }}')
+    for name in sorted(animation.ANIMATIONS):  # an animation's frames: WIDTH wide, no label under SMALL
+        width = math.ceil(animation.WIDTH * READABLE_PX / animation.SMALL)
+        rules.append(f'article img[src$="/{name}.png"] {{ min-width: {width}px; }}')
     return (f"/* written by the builder: each diagram's labels stay at least {READABLE_PX} CSS px */\n" + "\n".join(rules)
             + "\n") if rules else ""
 

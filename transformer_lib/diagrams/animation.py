@@ -26,13 +26,14 @@ from typing import Callable
 from transformer_lib.diagrams.svg import ACCENT, INK, MUTED, PARTS, Drawing, shade, text_width
 
 __all__ = ["Animation", "ANIMATIONS", "animation", "Frames", "Step", "Decoding", "decode_with_attention",
-           "decoder_at_work", "alt_text", "SENTENCE", "TOP", "SCALE", "COLOURS"]
+           "decoder_at_work", "alt_text", "SENTENCE", "TOP", "SCALE", "COLOURS", "WIDTH", "SMALL"]
 
 SCALE = 1  # PNG pixels per SVG pixel: an 800-pixel frame, GitHub's width, light enough to play on a page
 COLOURS = 96  # one palette shared by every frame: few colours, small files
 SENTENCE = "Ein Hund rennt durch den Schnee."  # chapter 8's first own sentence; beam search gives the same output
 TOP = 3  # candidates drawn per step
 WIDTH, HEIGHT, MARGIN = 800, 500, 24
+SMALL = 17  # the smallest label of a frame (the weights, the footnote): the website keeps it READABLE_PX tall
 LABEL_X = 190  # where the candidates' tokens end, right-aligned before their bars
 FIRST_MS, STEP_MS, LAST_MS = 3500, 2200, 6000  # how long a frame shows: time to read the first, the last longest
 
@@ -243,7 +244,7 @@ def _step_frame(dec: Decoding, t: int) -> Drawing:
         d.rect(x, src_y, w, box_h, shade(weight), stroke=PARTS["tensor"][1], width=1.2, rx=6)
         d.text(x + w / 2, src_y + box_h / 2, _shown(token), size=tok_size, mono=True,
                color="#FFFFFF" if weight > 0.55 else INK)
-        d.text(x + w / 2, src_y + box_h + 17, f"{weight:.0%}", size=17, color=INK if j == top else MUTED,
+        d.text(x + w / 2, src_y + box_h + 17, f"{weight:.0%}", size=SMALL, color=INK if j == top else MUTED,
                weight="bold" if j == top else "normal")
     # ---- the output so far: <s>, the tokens chosen before, and this step's choice
     out_y = 252
@@ -280,7 +281,7 @@ def _step_frame(dec: Decoding, t: int) -> Drawing:
         d.text(bar_x + length + 10, y + row_h / 2, _percent(p), size=19, anchor="start")
         if chosen:
             d.text(bar_x + length + 20 + text_width(_percent(p), 19), y + row_h / 2, "\u2190 greedy choice",
-                   size=17, anchor="start", color=ACCENT)
+                   size=SMALL, anchor="start", color=ACCENT)
     return d
 
 
