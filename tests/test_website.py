@@ -220,7 +220,7 @@ def test_the_chart_library_loads_only_where_a_chart_is_and_no_unused_mathjax_is_
     mathjax = out / "_static" / "mathjax"
     assert (mathjax / "startup.js").is_file() and (mathjax / "output" / "chtml.js").is_file()
     assert not (mathjax / "tex-chtml.js").exists() and not (mathjax / "ui" / "menu.js").exists()
-    for folder, names in site_module.UNUSED_MATHJAX.items():
+    for folder, names in site_module.UNUSED_ASSETS.items():
         assert not [n for n in names if (out / folder / n).exists()], folder
     assert not list(mathjax.glob("*-full*.js")) and not list(mathjax.glob("tex-svg*.js"))
 
@@ -979,7 +979,7 @@ def test_on_a_phone_every_diagram_and_chart_keeps_labels_of_9_css_px(site):
     A formula scrolls only when it is wider than its line."""
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from transformer_lib.diagrams import FIGURES_DIR, animation
+    from transformer_lib.diagrams import FIGURES_DIR, animation, readable_width
 
     book, out, pages = site
     svgs = {p.stem + ".png": p.read_text(encoding="utf-8") for p in (ROOT / FIGURES_DIR).glob("*.svg")}
@@ -994,9 +994,6 @@ def test_on_a_phone_every_diagram_and_chart_keeps_labels_of_9_css_px(site):
                                                                             cell.source)
     seen_plots = set()
 
-    def smallest_label(svg, shown):  # the smallest font size, scaled from the canvas's width to the shown width
-        width = float(re.search(r'<svg\b[^>]*\swidth="([0-9.]+)"', svg).group(1))
-        return min(float(s) for s in re.findall(r'font-size="([0-9.]+)"', svg)) * shown / width
 
     browser = _browser()
     small, seen, charts, wide = [], set(), 0, []
@@ -1022,8 +1019,8 @@ def test_on_a_phone_every_diagram_and_chart_keeps_labels_of_9_css_px(site):
                         small.append((page.html, name, round(animation.SMALL * shown / animation.WIDTH, 1)))
                 elif name in svgs:
                     seen.add(name)
-                    if smallest_label(svgs[name], shown) < 8.99:
-                        small.append((page.html, name, round(smallest_label(svgs[name], shown), 1)))
+                    if shown < readable_width(svgs[name]) - 0.5:  # its smallest label would be under 9 px
+                        small.append((page.html, name, round(shown), readable_width(svgs[name])))
             small += [(page.html, "chart", round(px, 1)) for px in chart_labels if px < 8.99]
             charts += len(chart_labels)
             if scroll_width > 390:

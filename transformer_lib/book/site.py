@@ -267,14 +267,14 @@ mathjax3_config = {{**(globals().get("mathjax3_config") or {{}}),
 # MathJax's bundles and outputs that no page loads: every page with math loads mathjax/startup.js, which fetches the
 # parts CONF_ADDITIONS names (TeX input, CHTML output, assistive MathML) and what they need from beside it
 # (and the theme's fontawesome.js, 1.5 MB, which no page loads: site_weight.theme_templates)
-UNUSED_MATHJAX = {"_static/scripts": ("fontawesome.js", "fontawesome.js.LICENSE.txt", "fontawesome.js.map"),
-                  "_static/mathjax": ("tex-chtml.js", "mml-chtml.js", "mml-svg.js", "tex-mml-chtml.js", "tex-mml-svg.js",
-                                      "tex-svg.js", "tex-svg-full.js", "tex-chtml-full.js", "tex-chtml-full-speech.js",
-                                      "node-main.js", "latest.js", "sre"),
-                  "_static/mathjax/output": ("svg", "svg.js"),
-                  "_static/mathjax/input": ("mml", "mml.js", "asciimath.js", "tex-full.js", "tex-base.js"),
-                  "_static/mathjax/ui": ("menu.js",),
-                  "_static/mathjax/a11y": ("sre.js", "complexity.js", "explorer.js", "semantic-enrich.js")}
+UNUSED_ASSETS = {"_static/scripts": ("fontawesome.js", "fontawesome.js.LICENSE.txt", "fontawesome.js.map"),
+                 "_static/mathjax": ("tex-chtml.js", "mml-chtml.js", "mml-svg.js", "tex-mml-chtml.js", "tex-mml-svg.js",
+                                     "tex-svg.js", "tex-svg-full.js", "tex-chtml-full.js", "tex-chtml-full-speech.js",
+                                     "node-main.js", "latest.js", "sre"),
+                 "_static/mathjax/output": ("svg", "svg.js"),
+                 "_static/mathjax/input": ("mml", "mml.js", "asciimath.js", "tex-full.js", "tex-base.js"),
+                 "_static/mathjax/ui": ("menu.js",),
+                 "_static/mathjax/a11y": ("sre.js", "complexity.js", "explorer.js", "semantic-enrich.js")}
 # what Sphinx keeps to rebuild faster, never published: pickles that name the build machine's folders
 BUILD_STATE = (".doctrees", ".buildinfo", "*.pickle", "*.doctree")
 
@@ -330,7 +330,7 @@ def build_site(book, out: Path, log=print) -> list[Page]:
             state = shutil.ignore_patterns(*BUILD_STATE)
 
             def leave_out(where: str, names: list[str]) -> set[str]:
-                unused = UNUSED_MATHJAX.get(Path(where).relative_to(built).as_posix(), ())
+                unused = UNUSED_ASSETS.get(Path(where).relative_to(built).as_posix(), ())
                 return set(state(where, names)) | {n for n in names if n in unused}
 
             shutil.copytree(built, folder, dirs_exist_ok=True, ignore=leave_out)
