@@ -1,8 +1,11 @@
-"""Running the book, and running a chapter again, leaves the repository clean and writes only where docs/robustness.md says;
-a chapter whose work does not depend on the budget comes out byte-identical the second time.
+"""Running chapters with `book run`, and running them again, leaves the repository clean and writes only where
+docs/robustness.md says; a chapter whose work does not depend on the budget comes out byte-identical the second time.
 
 The run happens in a copy of this checkout (its files as they are now, committed in a fresh git repository), with
-HOME and TMPDIR pointed into the test's folder, so that every file the chapters write can be found afterwards.
+HOME and TMPDIR pointed into the test's folder, so that every file the chapters write can be found afterwards. It
+runs chapter 8, the one that writes files, and the chapters whose work never varies, then those again. Every
+chapter's own writes are checked where nbval runs it (conftest.py gives each notebook's kernel a home and a
+temporary folder of its own and checks them when the notebook ends), so the whole book is not run here a third time.
 """
 import os
 import re
@@ -13,12 +16,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Where a run may leave files outside the repository: the book's own cache (Multi30k, documented in docs/running.md),
-# and the folders Jupyter, IPython and matplotlib keep in every user's home.
-ALLOWED_IN_HOME = (".cache/transformer_lib", ".cache/matplotlib", ".config/matplotlib", ".local/share/jupyter",
-                   ".ipython", ".jupyter")
-# Ignored files a run may leave in the repository: chapter 8's checkpoints (notebooks/runs/) and Python's caches.
-ALLOWED_IGNORED = ("notebooks/runs/",)
+# Where a run may leave files: outside the repository, the book's cache and the folders Jupyter, IPython and
+# matplotlib keep in every home; in it, chapter 8's checkpoints (notebooks/runs/) and Python's caches (conftest.py)
+from conftest import ALLOWED_IN_HOME, ALLOWED_IN_REPO as ALLOWED_IGNORED  # noqa: E402
 # Chapters whose work is the same under every budget: run again on one machine, they must be byte-identical.
 SAME_UNDER_EVERY_BUDGET = ("01_embeddings", "02_attention", "03_blocks", "04_model", "06_data")
 # What book run prints: "[3/11] Title (file), budget smoke ...", then "... done in 4.2s", and nothing else
@@ -50,18 +50,20 @@ def test_book_run_twice_leaves_git_clean_and_writes_only_documented_places(tmp_p
     env.update(HOME=str(home), TMPDIR=str(tmp), PYTHONPATH=str(repo), BOOK_BUDGET="smoke")
     # a fixed thread count: book run's core sharing would follow whatever else the machine runs between the two runs,
     # and a sum over another number of threads rounds differently in the last digits
-    env["OMP_NUM_THREADS"] = str(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
+    # (a parallel test run has set this process's share of the cores: conftest.py)
+    env.setdefault("OMP_NUM_THREADS", str(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                                          else os.cpu_count()))
     book = [sys.executable, "-m", "transformer_lib.book"]
     same_work = [f"notebooks/{stem}.ipynb" for stem in SAME_UNDER_EVERY_BUDGET]
     first = {}
-    # every chapter; then the one that writes files and those whose work never varies, again; then check
-    for command in (["run"], ["run", "8", *SAME_UNDER_EVERY_BUDGET], ["check"]):
+    # the chapter that writes files and those whose work never varies; then the latter again; then check
+    for command in (["run", "8", *SAME_UNDER_EVERY_BUDGET], ["run", *SAME_UNDER_EVERY_BUDGET], ["check"]):
         result = subprocess.run(book + command, cwd=repo, env=env, capture_output=True, text=True, timeout=1500)
         assert result.returncode == 0, result.stdout + result.stderr
         if command[0] == "run":  # a run prints its progress lines and nothing else (README, Run)
             stray = [line for line in (result.stdout + result.stderr).splitlines() if not PROGRESS.match(line)]
             assert not stray, f"book {' '.join(command)} printed besides its progress lines: {stray}"
-        if command == ["run"]:
+        if not first:
             first = {name: (repo / name).read_bytes() for name in same_work}
     again = [name for name in same_work if (repo / name).read_bytes() != first[name]]
     assert not again, f"a second run changed chapters whose work does not depend on the budget: {again}"
@@ -78,3 +80,34 @@ def test_book_run_twice_leaves_git_clean_and_writes_only_documented_places(tmp_p
     outside = [p for p in files_under(home) if not p.startswith(ALLOWED_IN_HOME)]
     assert not outside, f"written outside the repository and the documented caches: {outside}"
     assert files_under(tmp) == [], "temporary files left behind"
+
+
+def test_nbval_fails_a_notebook_that_writes_outside_the_documented_places(tmp_path):
+    """conftest.py gives each notebook's kernel a home and a temporary folder of its own, and its last cell's teardown
+    names every file the notebook left outside the documented places: in that home, in that temporary folder, and in
+    the repository. A notebook that writes only its allowed cache passes."""
+    shutil.copy(ROOT / "conftest.py", tmp_path / "conftest.py")
+    git(tmp_path, "init", "-q")
+    cells = {"stray": ['import os, tempfile\nopen(os.path.expanduser("~/stray.txt"), "w").close()',
+                       "tempfile.mkstemp(suffix='.left')", 'open("made.txt", "w").close()'],
+             "tidy": ['import os\nos.makedirs(os.path.expanduser("~/.cache/transformer_lib"), exist_ok=True)\n'
+                      'open(os.path.expanduser("~/.cache/transformer_lib/kept"), "w").close()']}
+    for name, sources in cells.items():
+        import nbformat
+
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nbformat.write(nb, tmp_path / f"{name}.ipynb")
+    env = {**os.environ, "MULTI30K_OFFLINE": "1"}
+    env.pop("MULTI30K_DIR", None)
+    for name, fails in (("stray", True), ("tidy", False)):
+        done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist",
+                               "-o", "addopts=", "--nbval-lax", f"{name}.ipynb"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)
+        if fails:
+            assert done.returncode == 1, done.stdout[-3000:]
+            assert "error at teardown" in done.stdout.lower() and "stray.ipynb wrote outside" in done.stdout
+            for found in ("~/stray.txt", ".left", "made.txt"):
+                assert found in done.stdout, (found, done.stdout[-3000:])
+        else:
+            assert done.returncode == 0, done.stdout[-3000:]
