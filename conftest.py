@@ -32,11 +32,18 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent
 os.environ.setdefault("BOOK_BUDGET", "smoke")
+
+
+def own_cores() -> int:
+    """The cores this process may run on (not transformer_lib.runtime's: that imports torch, which reads
+    OMP_NUM_THREADS once, and a worker must set it first)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 if os.environ.get("PYTEST_XDIST_WORKER") and not os.environ.get("OMP_NUM_THREADS"):
     # a worker of a parallel run, and every kernel and command it starts, takes its share of the cores: torch's
     # threads on more cores than are free wait for each other, and a chapter of seconds took minutes
-    _cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    os.environ["OMP_NUM_THREADS"] = str(max(1, _cores // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
+    os.environ["OMP_NUM_THREADS"] = str(max(1, own_cores() // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
 
 
 # test files whose tests run one at a time wherever a worker is free: they share no fixture, and each is long
@@ -59,7 +66,7 @@ def _file(nodeid: str) -> str:
 
 def pytest_collection_modifyitems(session, config, items):
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        items.sort(key=lambda item: _rank(item.nodeid))  # stable: a file's tests and a notebook's cells keep their order
+        items.sort(key=lambda item: _rank(item.nodeid))  # stable: a file's tests, a notebook's cells keep their order
     _skip_cuda_tests_without_cuda(items)
     cells = [item for item in items if type(item).__name__ == "IPyNbCell"]
     if not cells:
@@ -132,8 +139,7 @@ if LoadScopeScheduling is not None:
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_auto_num_workers(config):
         """`-n auto`: a worker a core, at most four (each holds a chapter's kernel and its memory)."""
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        return max(1, min(4, cores))
+        return max(1, min(4, own_cores()))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(node, error):
@@ -150,7 +156,7 @@ ALLOWED_IN_HOME = (".cache/transformer_lib", ".cache/matplotlib", ".config/matpl
 # In the repository: chapter 8's checkpoints, and Python's caches
 ALLOWED_IN_REPO = ("notebooks/runs/",)
 # settings that would send a kernel's files somewhere else than its home folder
-_ELSEWHERE = ("XDG_", "JUPYTER_", "IPYTHONDIR", "MPLCONFIGDIR")
+ELSEWHERE = ("XDG_", "JUPYTER_", "IPYTHONDIR", "MPLCONFIGDIR")
 
 
 def _files_under(folder: Path) -> list[str]:
@@ -170,8 +176,7 @@ def _repository_state() -> set[str] | None:
 class _NotebookPlaces:
     """A notebook's own home and temporary folders, and the repository as it was before the notebook ran."""
 
-    def __init__(self, notebook: str):
-        self.notebook = notebook
+    def __init__(self):
         self.folder = Path(tempfile.mkdtemp(prefix="nbval-"))
         self.home, self.tmp = self.folder / "home", self.folder / "tmp"
         self.home.mkdir()
@@ -179,7 +184,7 @@ class _NotebookPlaces:
         self.before = _repository_state()
 
     def environment(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(_ELSEWHERE)}
+        env = {k: v for k, v in os.environ.items() if not k.startswith(ELSEWHERE)}
         env.update(HOME=str(self.home), TMPDIR=str(self.tmp))
         return env
 
@@ -209,7 +214,7 @@ def pytest_runtest_setup(item):
         return (yield)
     places = _PLACES.get(notebook)
     if places is None:
-        places = _PLACES[notebook] = _NotebookPlaces(notebook)
+        places = _PLACES[notebook] = _NotebookPlaces()
         _multi30k_from_the_real_home()
     saved, saved_tempdir, kernels = dict(os.environ), tempfile.tempdir, places.environment()
     os.environ.clear()

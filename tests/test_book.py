@@ -375,7 +375,7 @@ def test_run_shares_cores_in_each_kernel_and_records_how_busy_other_processes_ke
                                                                                           monkeypatch):
     import json
 
-    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # a fixed count turns sharing off (a parallel test run sets one)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # a fixed count turns sharing off; a parallel run sets one
 
     from transformer_lib import runtime
 

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Where a run may leave files: outside the repository, the book's cache and the folders Jupyter, IPython and
 # matplotlib keep in every home; in it, chapter 8's checkpoints (notebooks/runs/) and Python's caches (conftest.py)
-from conftest import ALLOWED_IN_HOME, ALLOWED_IN_REPO as ALLOWED_IGNORED  # noqa: E402
+from conftest import ALLOWED_IN_HOME, ALLOWED_IN_REPO as ALLOWED_IGNORED, ELSEWHERE, own_cores  # noqa: E402
 # Chapters whose work is the same under every budget: run again on one machine, they must be byte-identical.
 SAME_UNDER_EVERY_BUDGET = ("01_embeddings", "02_attention", "03_blocks", "04_model", "06_data")
 # What book run prints: "[3/11] Title (file), budget smoke ...", then "... done in 4.2s", and nothing else
@@ -46,7 +46,7 @@ def test_book_run_twice_leaves_git_clean_and_writes_only_documented_places(tmp_p
     git(repo, "-c", "user.name=book", "-c", "user.email=book@example.invalid", "commit", "-q", "-m", "copy")
 
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("XDG_", "JUPYTER_", "IPYTHONDIR", "MPLCONFIGDIR", "PYTEST_"))}
+           if not k.startswith((*ELSEWHERE, "PYTEST_"))}
     env.update(HOME=str(home), TMPDIR=str(tmp), PYTHONPATH=str(repo), BOOK_BUDGET="smoke")
     # the offline corpus: what is tested is where a run writes and that it repeats itself, on any data (nbval runs
     # each chapter on Multi30k), and chapters 6 and 8 run in a fraction of their time on Multi30k
@@ -55,8 +55,7 @@ def test_book_run_twice_leaves_git_clean_and_writes_only_documented_places(tmp_p
     # a fixed thread count: book run's core sharing would follow whatever else the machine runs between the two runs,
     # and a sum over another number of threads rounds differently in the last digits
     # (a parallel test run has set this process's share of the cores: conftest.py)
-    env.setdefault("OMP_NUM_THREADS", str(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                                          else os.cpu_count()))
+    env.setdefault("OMP_NUM_THREADS", str(own_cores()))
     book = [sys.executable, "-m", "transformer_lib.book"]
     same_work = [f"notebooks/{stem}.ipynb" for stem in SAME_UNDER_EVERY_BUDGET]
     first = {}
@@ -90,6 +89,8 @@ def test_nbval_fails_a_notebook_that_writes_outside_the_documented_places(tmp_pa
     """conftest.py gives each notebook's kernel a home and a temporary folder of its own, and its last cell's teardown
     names every file the notebook left outside the documented places: in that home, in that temporary folder, and in
     the repository. A notebook that writes only its allowed cache passes."""
+    import nbformat
+
     shutil.copy(ROOT / "conftest.py", tmp_path / "conftest.py")
     git(tmp_path, "init", "-q")
     cells = {"stray": ['import os, tempfile\nopen(os.path.expanduser("~/stray.txt"), "w").close()',
@@ -97,8 +98,6 @@ def test_nbval_fails_a_notebook_that_writes_outside_the_documented_places(tmp_pa
              "tidy": ['import os\nos.makedirs(os.path.expanduser("~/.cache/transformer_lib"), exist_ok=True)\n'
                       'open(os.path.expanduser("~/.cache/transformer_lib/kept"), "w").close()']}
     for name, sources in cells.items():
-        import nbformat
-
         nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
         nbformat.write(nb, tmp_path / f"{name}.ipynb")
