@@ -11,8 +11,11 @@ the list of that name in chapter 7.
   stub, its imports) is bound at the top level by a code cell before the exercises.
 - `test_solved_exercises_leave_the_chapter_runnable` runs each chapter in a fresh kernel under BOOK_BUDGET=smoke
   on the offline corpus, from a copy in an empty folder, as in Colab (a chapter reading a file beside it, or a name
-  only another notebook made, fails here), with every exercise cell's stub replaced by its worked solution from
-  solutions/chNN_*.py; each exercise cell must print that it passes. Then, in the same
+  only another notebook made, fails here; only the benchmarks' records are where a checkout has them), with every exercise cell's stub replaced by its worked solution from
+  solutions/chNN_*.py; each exercise cell must print that it passes. Every other cell is compared with its committed
+  output as nbval compares it, a cell tagged corpus-dependent with its output on the offline corpus
+  (notebooks/offline_outputs.json): this is the test command's run of the chapters as a newcomer without data or
+  network meets them, and nbval runs them on Multi30k. Then, in the same
   kernel, it runs again, in order, every code cell before the exercises except the definition cells (`#| export`,
   `#| exporti`): running those again would define afresh every name the chapter exports and hide an exercise that
   shadows one, and a learner going back to an experiment runs the experiment, not the library. Throughout, no cell
@@ -20,20 +23,23 @@ the list of that name in chapter 7.
   Every chapter's experiments run twice, training included (the smoke budget keeps each run short).
 """
 import ast
+import copy
 import importlib.util
 import inspect
 import json
 import os
 import re
 import shutil
+from collections import defaultdict
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
+from nbval.plugin import coalesce_streams, get_sanitize_patterns, transform_streams_for_comparison
 
-from transformer_lib.book import load_book, parse_directives
+from transformer_lib.book import corpus, load_book, parse_directives
 from transformer_lib.multi30k import OFFLINE_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -157,17 +163,100 @@ def _is_definition(cell) -> bool:
     return "export" in directives or "exporti" in directives
 
 
+# ------------------------------------------------------------------------------------ outputs, as nbval compares them
+# what nbval leaves out of a comparison (nbval.plugin.IPyNbFile.skip_compare; pictures too, as without nbdime)
+_NOT_COMPARED = {"metadata", "traceback", "prompt_number", "output_type", "name", "execution_count",
+                 "application/vnd.jupyter.widget-view+json", "image/png", "image/jpeg"}
+_SANITIZE = get_sanitize_patterns((ROOT / "tests" / "nbval_sanitize.cfg").read_text(encoding="utf-8"))
+
+
+def _sanitized(value):
+    if isinstance(value, str):
+        for regex, replace in _SANITIZE:
+            value = re.sub(regex, replace, value)
+    return value
+
+
+def _compared(outputs) -> dict[str, list]:
+    """A cell's outputs as nbval compares them: the streams of one name joined, then every value listed under its key
+    (a display's under its MIME type), in order, sanitized by tests/nbval_sanitize.cfg."""
+    found = defaultdict(list)
+    for output in transform_streams_for_comparison(coalesce_streams(copy.deepcopy(outputs))):
+        for key, value in output.items():
+            if key not in _NOT_COMPARED:
+                for name, part in (value.items() if key == "data" else [(key, value)]):
+                    if name not in _NOT_COMPARED:
+                        found[name].append(_sanitized(part))
+    return dict(found)
+
+
+def _expected_outputs(file: str, nb) -> dict[int, list]:
+    """{cell index: the outputs its run must show on the offline corpus} for the cells nbval compares: the code cells
+    the committed file ran, but those tagged nbval-ignore-output; a cell tagged corpus-dependent shows its output on
+    the offline corpus, recorded by `book offline`."""
+    recorded = corpus.offline_outputs(ROOT).get(file, {})
+    expected = {}
+    for i, cell in enumerate(nb.cells):
+        tags = cell.metadata.get("tags", [])
+        if cell.cell_type != "code" or cell.execution_count is None or "nbval-ignore-output" in tags:
+            continue
+        if corpus.TAG in tags:
+            entry = recorded.get(cell.id)
+            assert entry is not None and entry["source"] == corpus.source_hash(cell.source), (
+                f"{file}: cell {i} is tagged {corpus.TAG} but {corpus.OFFLINE_FILE} holds no output of its current "
+                "source; run `python -m transformer_lib.book offline`")
+            expected[i] = [nbformat.from_dict(output) for output in entry["outputs"]]
+        else:
+            expected[i] = copy.deepcopy(cell.outputs)
+    return expected
+
+
+def _difference(expected: list, shown: list) -> str | None:
+    """None where a cell showed what it should, as nbval compares; else the first key that differs, with both its values."""
+    want, got = _compared(expected), _compared(shown)
+    if want == got:
+        return None
+    key = next(k for k in sorted(set(want) | set(got)) if want.get(k) != got.get(k))
+    return f"{key}: committed {want.get(key)!r:.1500}\nshown now {got.get(key)!r:.1500}"
+
+
+def test_outputs_are_compared_as_nbval_compares_them():
+    """Streams split into pieces, another picture, another object address, an execution count: the same. Another
+    number printed, another table, an output more: different."""
+    out = nbformat.v4
+
+    def shown(text="loss 0.25\n", png="AAAA", html="<table>1</table>", more=()):
+        return [out.new_output("stream", name="stdout", text=text[:4]), out.new_output("stream", name="stdout",
+                                                                                      text=text[4:]),
+                out.new_output("display_data", data={"image/png": png, "text/plain": "<Figure at 0x7f3a2b1c0d90>"}),
+                out.new_output("execute_result", data={"text/html": html}, execution_count=3), *more]
+
+    committed = shown()
+    committed[2]["data"]["text/plain"] = "<Figure at 0x55d1e2f3a4b0>"
+    assert _difference(committed, shown(png="BBBB")) is None
+    assert "stdout" in _difference(committed, shown(text="loss 0.26\n"))
+    assert "text/html" in _difference(committed, shown(html="<table>2</table>"))
+    assert _difference(committed, shown(more=[out.new_output("stream", name="stderr", text="warning\n")]))
+
+
 @pytest.mark.parametrize("chapter", BOOK.chapters, ids=IDS)
 def test_solved_exercises_leave_the_chapter_runnable(chapter, tmp_path, monkeypatch):
     module, module_text = _solutions(BOOK.chapters.index(chapter) + 1)
-    folder = tmp_path / "chapter"
-    folder.mkdir()
+    # the chapter alone in its folder; beside that folder, as in a checkout, only the benchmarks' records, whose
+    # tables some chapters show (in Colab they say where to make them)
+    folder = tmp_path / "book" / "notebooks"
+    folder.mkdir(parents=True)
     shutil.copy(ROOT / chapter.file, folder / Path(chapter.file).name)
+    (tmp_path / "book" / "benchmarks").mkdir()
+    for record in (ROOT / "benchmarks").glob("*.json"):
+        shutil.copy(record, tmp_path / "book" / "benchmarks" / record.name)
     monkeypatch.setenv("BOOK_BUDGET", os.environ.get("BOOK_BUDGET", "smoke"))
     # the offline corpus: what is tested is the chapter's code with the solutions in place, on any data (nbval runs
     # each chapter on Multi30k); chapter 6 runs in a fifth of its time on Multi30k
     monkeypatch.setenv(OFFLINE_ENV, "1")
+    monkeypatch.delenv("MULTI30K_DIR", raising=False)
     nb = nbformat.read(folder / Path(chapter.file).name, as_version=4)
+    expected = _expected_outputs(chapter.file, nb)
     exercises = _exercise_cells(nb)
     assert exercises, f"{chapter.file} has no exercise cells"
     for i, (number, name) in exercises.items():
@@ -191,6 +280,9 @@ def test_solved_exercises_leave_the_chapter_runnable(chapter, tmp_path, monkeypa
             if i in exercises and step < len(nb.cells):
                 printed = "".join(o.get("text", "") for o in cell.outputs)
                 assert f"Exercise {exercises[i][0]}" in printed and "passes" in printed, f"{where} does not pass: {printed}"
+            elif i in expected and step < len(nb.cells):
+                differs = _difference(expected[i], cell.outputs)
+                assert differs is None, f"{where} shows on the offline corpus other than its committed output:\n{differs}"
             if cell.cell_type != "code":
                 continue
             probe = nbformat.v4.new_code_cell(_NUMBERS)

@@ -98,8 +98,8 @@ def test_the_speedrun_records_each_seed_with_its_command_curve_and_milestones(tm
             assert second == (hits[0] if hits else None)
     assert entry["val_sacrebleu"] == comparisons.seed_summary(r["val_sacrebleu"] for r in entry["runs"])
 
-    # an entry on it: the changes add up, the gain is against the record it builds on; on 2 seeds, never a record
-    done = _speedrun("three epochs", "--set", "epochs=3", "--seeds", "0", "1", "--out", str(out),
+    # an entry on it: the changes add up, the gain is against the record it builds on; on 1 seed, never a record
+    done = _speedrun("three epochs", "--set", "epochs=3", "--seeds", "0", "--out", str(out),
                      "--record", str(record))
     assert done.returncode == 0, done.stderr[-3000:]
     first, second = json.loads(record.read_text())["entries"]
@@ -112,11 +112,11 @@ def test_the_speedrun_records_each_seed_with_its_command_curve_and_milestones(tm
 
     # a change of the beam search alone: the record's epochs are resumed and scored again, not trained again
     done = _speedrun("length penalty", "--on", "tiny", "--set", "length_penalty=1.5", "beam_size=2", "--seeds", "0",
-                     "1", "2", "--out", str(out), "--record", str(record))
+                     "2", "--out", str(out), "--record", str(record))
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.count("only the beam search changes: the epochs of 'tiny' are scored again") == 3
+    assert done.stdout.count("only the beam search changes: the epochs of 'tiny' are scored again") == 2
     third = json.loads(record.read_text())["entries"][2]
-    for ours, theirs in zip(third["runs"], first["runs"]):
+    for ours, theirs in zip(third["runs"], (first["runs"][0], first["runs"][2])):
         assert ours["curve"] == theirs["curve"] and ours["train_seconds"] == theirs["train_seconds"]
         assert "length_penalty=1.5" in ours["command"] and "beam_size=2" in ours["command"]
         info = load_checkpoint(out / f"length-penalty-seed{ours['seed']}" / "model.safetensors")[3]

@@ -184,10 +184,12 @@ def milestone_time(runs: list[dict], goal: int) -> str:
 
 
 def rescored(entry: dict, entries: list[dict]) -> bool:
-    """Whether a speedrun entry's seeds are the runs of the record it builds on, scored again with another beam
-    search: the same training curves, to the tenth of a second (a run trained again never lands on them)."""
+    """Whether a speedrun entry's seeds are runs of the record it builds on, scored again with another beam search:
+    each seed's training curve is that seed's in the base, to the tenth of a second (a run trained again never lands
+    on it). The entry may score some of the base's seeds only."""
     base = next((b for b in entries if b["name"] == entry["on"]), None)
-    return base is not None and [r["curve"] for r in entry["runs"]] == [r["curve"] for r in base["runs"]]
+    curves = {} if base is None else {r.get("seed"): r["curve"] for r in base["runs"]}
+    return bool(entry["runs"]) and all(curves.get(r.get("seed"), ()) == r["curve"] for r in entry["runs"])
 
 
 def speedrun_markdown(record: dict) -> str:

@@ -61,6 +61,14 @@ def load_translation_data(split: str, root=None, download: bool = True, offline_
 
 
 # %% notebooks/06_data.ipynb cell 12
+@functools.cache
+def _blank_pipeline(lang: str):
+    """spaCy's blank pipeline for `lang`, made once a process and shared: making one takes a third of a second."""
+    import spacy
+
+    return spacy.blank(lang)
+
+
 class Tokenizer:
     """spaCy's rule-based tokenizer for a language (no model download), with optional lowercasing.
 
@@ -70,11 +78,9 @@ class Tokenizer:
     """
 
     def __init__(self, lang: str, lower: bool = True):
-        import spacy
-
         self.lang, self.lower = lang, lower
         try:
-            self._nlp = spacy.blank(lang)
+            self._nlp = _blank_pipeline(lang)
         except (ImportError, TypeError) as err:  # spaCy raises ImportError for a language it does not have
             raise ValueError(f"lang={lang!r} is not a language spaCy knows; use a code such as 'de' or 'en' "
                              f"({type(err).__name__}: {err})") from None
