@@ -13,6 +13,7 @@ from transformer_lib.fast import (FastDropout, FastLabelSmoothing, FusedLayerNor
                                   cpu_has_bf16, matmul_peak, use_fast_path)
 from transformer_lib.data import Vocab
 from transformer_lib.model import make_model
+from transformer_lib.multi30k import OFFLINE_ENV
 from transformer_lib.training import Batch, LabelSmoothing, loss_sum
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -195,8 +196,15 @@ def test_matmul_peak_and_bf16_detection_return_sensible_values():
     assert isinstance(cpu_has_bf16(), bool)
 
 
+def _offline(monkeypatch):
+    """The offline corpus for a benchmark's batches: what is tested is how it races, not on which sentences, and
+    tokenizing Multi30k's 29,000 pairs takes longer than the race."""
+    monkeypatch.setenv(OFFLINE_ENV, "1")
+
+
 def test_the_speed_benchmark_runs_and_prints_its_table(capsys, monkeypatch, tmp_path):
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    _offline(monkeypatch)
     import speed
 
     record = tmp_path / "speed.json"
@@ -269,6 +277,7 @@ def test_the_candidates_benchmark_runs_and_each_candidate_trains_the_same_model(
     """benchmarks/candidates.py: its loss from logits equals chapter 5's label smoothing (value and gradient), its
     packed self-attention computes what the fast path computes, and a run records every candidate."""
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    _offline(monkeypatch)
     import candidates
 
     torch.manual_seed(0)
