@@ -81,7 +81,8 @@ def test_a_chapter_passes_the_test_command_on_the_offline_corpus():
     """nbval over chapter 6 with $MULTI30K_OFFLINE set: its tagged cells are compared with their offline outputs,
     the others with the committed ones, and all of them pass."""
     env = {k: v for k, v in os.environ.items() if k != "MULTI30K_DIR"} | {OFFLINE_ENV: "1", "BOOK_BUDGET": "smoke"}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "notebooks/06_data.ipynb"],
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
+                           "notebooks/06_data.ipynb"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "the chapters read the offline corpus; cells tagged corpus-dependent were compared" in done.stdout
