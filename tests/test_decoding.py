@@ -56,10 +56,22 @@ def test_beam_of_one_is_greedy():
     assert beam_search(model, src, src_mask, 12, BOS, EOS, beam_size=1, length_penalty=0.0) == expected
 
 
-def sequence_log_prob(model, memory, src_mask, seq):
-    ys = torch.tensor([[BOS, *seq]])
-    log_probs = model.generator(model.decode(memory, src_mask, ys[:, :-1], subsequent_mask(len(seq))))
-    return log_probs[0, torch.arange(len(seq)), ys[0, 1:]].sum().item()
+def exhaustive_best(model, memory, src_mask, vocab: int, length: int) -> tuple:
+    """The most probable output of at most `length` tokens, found by scoring every one (nothing follows </s>).
+
+    All vocab^length sequences of full length go through the decoder in one batch; a sequence that ends with </s>
+    earlier scores the log-probabilities of its tokens up to </s>, which the causal mask keeps free of the rest."""
+    seqs = torch.tensor(list(itertools.product(range(vocab), repeat=length)))  # (vocab^length, length)
+    ys = torch.cat([torch.full((len(seqs), 1), BOS), seqs], dim=1)
+    with torch.no_grad():
+        out = model.decode(memory.expand(len(seqs), *memory.shape[1:]), src_mask.expand(len(seqs), *src_mask.shape[1:]),
+                           ys[:, :-1], subsequent_mask(length))
+        token_log_probs = model.generator(out).gather(-1, seqs.unsqueeze(-1)).squeeze(-1)  # (vocab^length, length)
+    scores = {}
+    for seq, row in zip(seqs.tolist(), token_log_probs):
+        end = seq.index(EOS) + 1 if EOS in seq else length
+        scores.setdefault(tuple(seq[:end]), row[:end].sum().item())
+    return max(scores, key=scores.get)
 
 
 @pytest.mark.parametrize("options", [{}, {"norm_first": True}])
@@ -68,12 +80,7 @@ def test_a_wide_beam_finds_the_exhaustive_best(options):
     model = small_model(**options)
     src, src_mask = sources()
     src, src_mask = src[:1], src_mask[:1]
-    memory = model.encode(src, src_mask)
-    candidates = set()
-    for seq in itertools.product(range(13), repeat=3):
-        seq = list(seq)
-        candidates.add(tuple(seq[: seq.index(EOS) + 1] if EOS in seq else seq))  # nothing follows </s>
-    best = max(candidates, key=lambda s: sequence_log_prob(model, memory, src_mask, list(s)))
+    best = exhaustive_best(model, model.encode(src, src_mask), src_mask, 13, 3)
     assert beam_search(model, src, src_mask, 3, BOS, EOS, beam_size=169, length_penalty=0.0)[0] == list(best)
 
 
