@@ -27,7 +27,6 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent
@@ -84,12 +83,12 @@ def pytest_collection_modifyitems(session, config, items):
         if corpus.TAG not in item.cell.metadata.get("tags", []):
             continue
         file = Path(str(item.parent.fspath)).resolve().relative_to(ROOT).as_posix()
-        entry = recorded.get(file, {}).get(item.cell.id)
-        if entry is None or entry["source"] != corpus.source_hash(item.cell.source):
+        outputs = corpus.current_offline_outputs(recorded, file, item.cell)
+        if outputs is None:
             raise pytest.UsageError(f"{file}: cell {item.cell.id} is tagged {corpus.TAG} but has no current output on "
                                     f"the offline corpus in {corpus.OFFLINE_FILE}; run `python -m transformer_lib.book "
                                     "offline`")
-        item.cell.outputs = [nbformat.from_dict(output) for output in entry["outputs"]]
+        item.cell.outputs = outputs
 
 
 def _skip_cuda_tests_without_cuda(items) -> None:

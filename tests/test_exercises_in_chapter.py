@@ -11,8 +11,9 @@ the list of that name in chapter 7.
   stub, its imports) is bound at the top level by a code cell before the exercises.
 - `test_solved_exercises_leave_the_chapter_runnable` runs each chapter in a fresh kernel under BOOK_BUDGET=smoke
   on the offline corpus, from a copy in an empty folder, as in Colab (a chapter reading a file beside it, or a name
-  only another notebook made, fails here; only the benchmarks' records are where a checkout has them), with every exercise cell's stub replaced by its worked solution from
-  solutions/chNN_*.py; each exercise cell must print that it passes. Every other cell is compared with its committed
+  only another notebook made, fails here; only the benchmarks' records are where a checkout has them), with every
+  exercise cell's stub replaced by its worked solution from solutions/chNN_*.py; each exercise cell must print that
+  it passes. Every other cell is compared with its committed
   output as nbval compares it, a cell tagged corpus-dependent with its output on the offline corpus
   (notebooks/offline_outputs.json): this is the test command's run of the chapters as a newcomer without data or
   network meets them, and nbval runs them on Multi30k. Then, in the same
@@ -194,25 +195,22 @@ def _expected_outputs(file: str, nb) -> dict[int, list]:
     """{cell index: the outputs its run must show on the offline corpus} for the cells nbval compares: the code cells
     the committed file ran, but those tagged nbval-ignore-output; a cell tagged corpus-dependent shows its output on
     the offline corpus, recorded by `book offline`."""
-    recorded = corpus.offline_outputs(ROOT).get(file, {})
+    recorded = corpus.offline_outputs(ROOT)
     expected = {}
     for i, cell in enumerate(nb.cells):
         tags = cell.metadata.get("tags", [])
         if cell.cell_type != "code" or cell.execution_count is None or "nbval-ignore-output" in tags:
             continue
-        if corpus.TAG in tags:
-            entry = recorded.get(cell.id)
-            assert entry is not None and entry["source"] == corpus.source_hash(cell.source), (
-                f"{file}: cell {i} is tagged {corpus.TAG} but {corpus.OFFLINE_FILE} holds no output of its current "
-                "source; run `python -m transformer_lib.book offline`")
-            expected[i] = [nbformat.from_dict(output) for output in entry["outputs"]]
-        else:
-            expected[i] = copy.deepcopy(cell.outputs)
+        expected[i] = (corpus.current_offline_outputs(recorded, file, cell) if corpus.TAG in tags
+                       else copy.deepcopy(cell.outputs))
+        assert expected[i] is not None, (f"{file}: cell {i} is tagged {corpus.TAG} but {corpus.OFFLINE_FILE} holds no "
+                                         "output of its current source; run `python -m transformer_lib.book offline`")
     return expected
 
 
 def _difference(expected: list, shown: list) -> str | None:
-    """None where a cell showed what it should, as nbval compares; else the first key that differs, with both its values."""
+    """None where a cell showed what it should, as nbval compares; else the first key that differs, with both its
+    values."""
     want, got = _compared(expected), _compared(shown)
     if want == got:
         return None
@@ -282,7 +280,8 @@ def test_solved_exercises_leave_the_chapter_runnable(chapter, tmp_path, monkeypa
                 assert f"Exercise {exercises[i][0]}" in printed and "passes" in printed, f"{where} does not pass: {printed}"
             elif i in expected and step < len(nb.cells):
                 differs = _difference(expected[i], cell.outputs)
-                assert differs is None, f"{where} shows on the offline corpus other than its committed output:\n{differs}"
+                assert differs is None, (f"{where} shows other than its committed output on the offline corpus:\n"
+                                         + differs)
             if cell.cell_type != "code":
                 continue
             probe = nbformat.v4.new_code_cell(_NUMBERS)

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from transformer_lib.book import BookError
 
-__all__ = ["TAG", "OFFLINE_FILE", "source_hash", "tagged_cells", "offline_outputs", "offline_problems",
-           "multi30k_available", "record_offline", "OfflineFileError"]
+__all__ = ["TAG", "OFFLINE_FILE", "source_hash", "tagged_cells", "offline_outputs", "current_offline_outputs",
+           "offline_problems", "multi30k_available", "record_offline", "OfflineFileError"]
 
 TAG = "corpus-dependent"
 OFFLINE_FILE = "notebooks/offline_outputs.json"
@@ -80,6 +80,17 @@ def offline_outputs(root) -> dict:
                     and isinstance(entry.get("outputs"), list) and all(isinstance(o, dict) for o in entry["outputs"])):
                 raise _unreadable(f"{file!r} cell {cell_id!r} is not {{\"source\": hash, \"outputs\": [output, ...]}}")
     return data
+
+
+def current_offline_outputs(recorded: dict, file: str, cell) -> list | None:
+    """What a cell of `file` tagged corpus-dependent shows on the offline corpus, from `recorded` (offline_outputs),
+    as notebook outputs; None where nothing was recorded from the cell's current source."""
+    import nbformat
+
+    entry = recorded.get(file, {}).get(cell.id)
+    if entry is None or entry["source"] != source_hash(cell.source):
+        return None
+    return [nbformat.from_dict(output) for output in entry["outputs"]]
 
 
 def offline_problems(book) -> list[str]:
