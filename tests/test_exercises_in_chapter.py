@@ -24,6 +24,7 @@ the list of that name in chapter 7.
   Every chapter's experiments run twice, training included (the smoke budget keeps each run short).
 """
 import ast
+import contextlib
 import copy
 import importlib.util
 import inspect
@@ -266,7 +267,7 @@ def test_solved_exercises_leave_the_chapter_runnable(chapter, tmp_path, monkeypa
 
     client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(folder)}})
     numbers = {}  # name -> the cell since which it holds a number
-    with client.setup_kernel():
+    with _kernel(client):
         for step, (i, cell) in enumerate(plan):
             where = (f"{chapter.file}: cell {i}, run again after the exercises were solved," if step >= len(nb.cells)
                      else f"{chapter.file}: exercise {exercises[i][0]}'s cell {i}, with its worked solution,"
@@ -291,6 +292,21 @@ def test_solved_exercises_leave_the_chapter_runnable(chapter, tmp_path, monkeypa
             assert not lost, f"{where} turned names that held numbers into something else: " + ", ".join(
                 f"`{n}` (a number since cell {j})" for n, j in sorted(lost.items()))
             numbers = {n: numbers.get(n, i) for n in now}
+
+
+@contextlib.contextmanager
+def _kernel(client: NotebookClient):
+    """client.setup_kernel(), started a second time if the first kernel never answers: two kernels started at the same
+    moment (two test workers) can be handed the same free port, and the one that loses it exits ("Address already in
+    use") while its client waits. A kernel that started and then failed is not started again."""
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(client.setup_kernel())
+        except RuntimeError as err:
+            if "didn't respond" not in str(err):
+                raise
+            stack.enter_context(client.setup_kernel())
+        yield
 
 
 def _run(client: NotebookClient, nb, cell) -> None:

@@ -6,6 +6,7 @@ The browser tests need Chromium and its driver (Debian: apt-get install chromium
 missing they are skipped, saying so. Screenshots of a desktop and a phone page go to build/screenshots/.
 """
 import base64
+import functools
 import json
 import re
 import shutil
@@ -27,6 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / "build" / "screenshots"
 SEARCHES = {"RoPE": "11_modern", "beam search": "07_decoding", "label smoothing": "05_training", "BPE": "06_data",
             "key/value cache": "07_decoding", "warmup": "05_training", "layer norm": "03_blocks"}
+# how often a wait asks the browser again (selenium's default, half a second, is mostly time spent idle)
+POLL = 0.05
 PLACEHOLDER_ALT = re.compile(r"^(?:|image|figure|picture|plot|chart|output|png|no description.*|[\w./-]+\.(?:png|svg|jpe?g))$",
                              re.I)
 
@@ -39,8 +42,15 @@ def site(tmp_path_factory):
     return book, out, pages
 
 
+@functools.cache
+def _parsed(path: Path) -> BeautifulSoup:
+    """A page of the module's site (the `site` fixture, built once), parsed once for every test that reads it: the
+    tests only read the tree, never change it."""
+    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+
+
 def _soup(out, page):
-    return BeautifulSoup((out / page.html).read_text(encoding="utf-8"), "html.parser")
+    return _parsed(out / page.html)
 
 
 def _all_html(out):
@@ -86,7 +96,7 @@ def test_what_a_reader_expects_is_on_every_chapter_page(site):
     book, out, pages = site
     for page in (p for p in pages if p.kind == "chapter"):
         text = (out / page.html).read_text(encoding="utf-8")
-        soup = BeautifulSoup(text, "html.parser")
+        soup = _soup(out, page)
         colab = f"https://colab.research.google.com/github/{book.repository}/blob/{book.branch}/{page.source}"
         assert soup.select(f'a[href="{colab}"]'), page.source  # open in Colab
         assert soup.select(f'a[href="https://github.com/{book.repository}"]'), page.source  # the repository
@@ -125,14 +135,12 @@ def test_every_internal_link_and_anchor_leads_somewhere(site):
 
     def ids_of(path):
         if path not in ids:
-            ids[path] = {e["id"] for e in BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
-                         .select("[id]")}
+            ids[path] = {e["id"] for e in _parsed(path).select("[id]")}
         return ids[path]
 
     followed = 0
     for path in _all_html(out):
-        soup = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
-        for a in soup.select("a[href]"):
+        for a in _parsed(path).select("a[href]"):
             href = a["href"]
             if re.match(r"^(?:[a-z][a-z0-9+.-]*:|//)", href, re.I) or href.startswith("javascript"):
                 continue
@@ -203,7 +211,7 @@ def test_pages_share_their_styles_and_scripts_and_stay_light(site):
     _, out, _ = site
     for path in _all_html(out):
         text = path.read_text(encoding="utf-8")
-        soup = BeautifulSoup(text, "html.parser")
+        soup = _parsed(path)
         assert len(text.encode()) <= 600_000, path.relative_to(out)
         assert sum(len(s.get_text()) for s in soup.select("style")) < 2_000, path.relative_to(out)
         assert any("_static/" in link["href"] for link in soup.select("link[rel=stylesheet]"))
@@ -214,7 +222,7 @@ def test_the_chart_library_loads_only_where_a_chart_is_and_no_unused_mathjax_is_
     every chart drawn). MathJax's bundles that no page loads are left out of the site; the one pages load is there."""
     _, out, _ = site
     for path in _all_html(out):
-        scripts = [s["src"] for s in BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser").select("script[src]")]
+        scripts = [s["src"] for s in _parsed(path).select("script[src]")]
         assert not [s for s in scripts if "vega.js" in s or "scorer.js" in s], (path.relative_to(out), scripts)
     assert "loadVega" in (out / "_static" / "site.js").read_text(encoding="utf-8")
     mathjax = out / "_static" / "mathjax"
@@ -276,7 +284,7 @@ def test_search_excerpts_served_over_http_show_no_tex(site):
     browser = _browser()
     try:
         browser.get(f"http://127.0.0.1:{server.server_port}/search.html?q=softmax")
-        WebDriverWait(browser, 60).until(lambda b: b.execute_script(
+        WebDriverWait(browser, 60, poll_frequency=POLL).until(lambda b: b.execute_script(
             "return document.querySelectorAll('#search-results ul.search li').length > 0 && "
             "document.querySelectorAll('#search-results p.context').length >= "
             "Math.min(6, document.querySelectorAll('#search-results ul.search li').length)"))
@@ -785,7 +793,7 @@ def _opens(browser, button, shows, page):
     visible = [b for b in browser.find_elements("css selector", button) if b.is_displayed()]
     assert len(visible) == 1, (page, button, len(visible))
     visible[0].click()
-    WebDriverWait(browser, 5).until(lambda b: b.execute_script(on_screen, shows), (page, button))
+    WebDriverWait(browser, 5, poll_frequency=POLL).until(lambda b: b.execute_script(on_screen, shows), (page, button))
 
 
 def _requests(browser):
@@ -826,7 +834,7 @@ def test_every_page_reads_cleanly_in_headless_chromium(site, width, height, them
         browser.get_log("browser")
         for page in pages:
             browser.get((out / page.html).as_uri())
-            WebDriverWait(browser, 60).until(lambda b: b.execute_script(
+            WebDriverWait(browser, 60, poll_frequency=POLL).until(lambda b: b.execute_script(
                 "return document.readyState === 'complete' && document.querySelectorAll('.tb-chart').length === "
                 "document.querySelectorAll('.tb-chart[data-drawn]').length && "
                 "(!window.MathJax || !MathJax.startup || !MathJax.startup.promise || MathJax.typesetDone !== false)"))
@@ -867,7 +875,7 @@ def test_search_over_file_finds_the_chapter_that_teaches_each_query_first(site):
     try:
         for query in SEARCHES:
             browser.get((out / "search.html").as_uri() + "?q=" + urllib.parse.quote(query))
-            WebDriverWait(browser, 30).until(lambda b: b.execute_script(
+            WebDriverWait(browser, 30, poll_frequency=POLL).until(lambda b: b.execute_script(
                 "const s = document.querySelector('#search-results .search-summary');"
                 "return !!s && s.textContent.indexOf('found') >= 0"))
             links = [a.get_attribute("href") for a in
@@ -935,11 +943,13 @@ def test_on_a_phone_chapters_are_cards_and_printed_tables_keep_their_lines(site)
             browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                                     {"width": width, "height": 844, "deviceScaleFactor": 1, "mobile": width < 600})
             browser.get((out / "index.html").as_uri())
-            WebDriverWait(browser, 30).until(lambda b: b.execute_script("return document.readyState === 'complete'"))
+            WebDriverWait(browser, 30, poll_frequency=POLL).until(
+                lambda b: b.execute_script("return document.readyState === 'complete'"))
             found[width] = browser.execute_script(measure)
             if width == 390:
                 browser.get((out / "notebooks" / "02_attention.html").as_uri())
-                WebDriverWait(browser, 30).until(lambda b: b.execute_script("return document.readyState === 'complete'"))
+                WebDriverWait(browser, 30, poll_frequency=POLL).until(
+                    lambda b: b.execute_script("return document.readyState === 'complete'"))
                 outputs = browser.execute_script(
                     "return Array.from(document.querySelectorAll('div.cell_output .output pre')).map(p => "
                     "[getComputedStyle(p).whiteSpace, p.scrollWidth > p.clientWidth])")
@@ -1002,7 +1012,7 @@ def test_on_a_phone_every_diagram_and_chart_keeps_labels_of_9_css_px(site):
                                 {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True})
         for page in (p for p in pages if p.kind == "chapter"):
             browser.get((out / page.html).as_uri())
-            WebDriverWait(browser, 60).until(lambda b: b.execute_script(
+            WebDriverWait(browser, 60, poll_frequency=POLL).until(lambda b: b.execute_script(
                 "return document.readyState === 'complete' && document.querySelectorAll('.tb-chart').length === "
                 "document.querySelectorAll('.tb-chart[data-drawn]').length"))
             diagrams, chart_labels, scroll_width, bars = browser.execute_script(LABEL_SIZES_JS)

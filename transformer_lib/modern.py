@@ -294,7 +294,7 @@ def from_gpt(gpt) -> ModernGPT:
 
 # %% notebooks/11_modern.ipynb cell 32
 MODERN_SIZES = {  # budget -> the model and training of section 6's variants (benchmarks/modern.py trains them too)
-    "smoke": dict(train=2000, merges=500, n_layers=2, d_model=64, n_heads=4, d_ff=192, epochs=1, warmup=40),
+    "smoke": dict(train=1000, merges=500, n_layers=2, d_model=64, n_heads=4, d_ff=192, epochs=1, warmup=40),
     "cpu": dict(train=None, merges=2000, n_layers=2, d_model=128, n_heads=4, d_ff=384, epochs=1, warmup=300),
     "full": dict(train=None, merges=4000, n_layers=6, d_model=384, n_heads=6, d_ff=1536, epochs=10, warmup=800),
 }

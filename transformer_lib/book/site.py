@@ -18,6 +18,7 @@ then checked as MyST reads it) and site_chapters.py the chapters (cells, outputs
 """
 from __future__ import annotations
 
+import functools
 import html
 import json
 import os
@@ -235,11 +236,37 @@ def _write_config(book, src: Path, pages: list[Page], repo: str) -> None:
         },
     }
     _write(src, "_config.yml", yaml.safe_dump(config, sort_keys=False))
+    # in a function of its own: the bundle's top-level names (`_` among them) would collide with Sphinx's scripts
+    _write(src, "_static/vega.js", "(function () {\n" + _vega_bundle() + "\n})();\n")
+
+
+@functools.cache
+def _vega_bundle() -> str:
+    """vl-convert's vega, vega-lite and vega-embed as one script (seconds to make; the same for every build)."""
     import vl_convert
 
-    # in a function of its own: the bundle's top-level names (`_` among them) would collide with Sphinx's scripts
-    bundle = vl_convert.javascript_bundle()
-    _write(src, "_static/vega.js", "(function () {\n" + bundle + "\n})();\n")
+    return vl_convert.javascript_bundle()
+
+
+def _sphinx_config(src: Path) -> None:
+    """Jupyter Book's conf.py for the source folder `src`, as `jupyter-book config sphinx` writes it, in this process
+    (its imports, seconds, are paid once per process, not once per build)."""
+    import contextlib
+    import io
+    import warnings
+
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed), warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # Jupyter Book's own, about click's names
+            from jupyter_book.cli.main import main
+
+            main(["config", "sphinx", str(src)], standalone_mode=False)
+    except Exception as err:  # click's and Jupyter Book's errors alike: the build stops, saying why
+        raise SiteError(f"Jupyter Book could not write the Sphinx configuration: {err}\n{printed.getvalue()[-3000:]}") \
+            from err
+    if not (src / "conf.py").is_file():
+        raise SiteError(f"Jupyter Book wrote no Sphinx configuration:\n{printed.getvalue()[-3000:]}")
 
 
 # ------------------------------------------------------------------------------------------------ the build
@@ -316,8 +343,7 @@ def build_site(book, out: Path, log=print) -> list[Page]:
         pages = assemble(book, src)
         figures = sum(p.figures for p in pages)
         env = {**os.environ, "PYTHONWARNINGS": "ignore::DeprecationWarning"}
-        _run([sys.executable, "-c", "from jupyter_book.cli.main import main; main()", "config", "sphinx", str(src)],
-             env, "Jupyter Book could not write the Sphinx configuration")
+        _sphinx_config(src)
         _write(src, "conf.py", CONF_ADDITIONS.format(title=html.escape(book.title)), append=True)
         built = src / "_build" / "html"
         _run([sys.executable, "-m", "sphinx", "-b", "html", "-W", "--keep-going", "-q", "-j", "1",
