@@ -19,7 +19,8 @@ documented places in either, and on any file it added or changed in the reposito
 The tests run in parallel (pytest-xdist; pyproject.toml sets `-n auto`, a worker a core, at most four; `-n 0` runs
 them in this process). A notebook's cells stay in one worker and in order, and so do a test file's tests, which may
 share a fixture, except in the files of SPREAD, whose tests share nothing. The longest files start first, and each
-worker gives torch, and every kernel and command it starts, its share of the cores.
+worker gives torch, and every kernel and command it starts, its share of the cores. A notebook's kernel that never
+answers is started once more (two workers' kernels can be handed one port).
 """
 import os
 import shutil
@@ -145,6 +146,30 @@ if LoadScopeScheduling is not None:
         which = getattr(node, "workeroutput", {}).get("book_corpus")
         if which is not None:
             node.config._book_corpus = which
+
+
+# ------------------------------------------------------------------------------ a kernel that never answers
+def started_again_if_silent(start):
+    """`start` (a function that starts a kernel and waits for it), called a second time if the kernel never answers:
+    two kernels started at the same moment, in two workers, can be handed the same free port, and the one that loses
+    it exits ("Address already in use") while its client waits. Any other failure is raised as it came."""
+    def start_twice(*args, **kwargs):
+        try:
+            return start(*args, **kwargs)
+        except RuntimeError as err:
+            if "didn't respond" not in str(err):
+                raise
+            return start(*args, **kwargs)
+
+    return start_twice
+
+
+try:  # nbval's kernels (nbval.kernel.RunningKernel calls the module's start_new_kernel)
+    import nbval.kernel as _nbval_kernel
+
+    _nbval_kernel.start_new_kernel = started_again_if_silent(_nbval_kernel.start_new_kernel)
+except ImportError:  # pragma: no cover - nbval is in requirements.txt
+    pass
 
 
 # ------------------------------------------------------------------------------ where a notebook may write

@@ -316,3 +316,30 @@ def _run(client: NotebookClient, nb, cell) -> None:
         client.execute_cell(cell, len(nb.cells) - 1)
     finally:
         nb.cells.pop()
+
+
+def test_a_kernel_that_never_answers_is_started_once_more_and_other_failures_are_not_retried():
+    """conftest.started_again_if_silent, which nbval's kernels start through: a silent kernel (two workers handed one
+    port) gets a second start; a second silence, or any other error, is raised."""
+    from conftest import started_again_if_silent
+
+    calls = []
+
+    def start(outcomes):
+        def attempt():
+            calls.append(1)
+            outcome = outcomes.pop(0)
+            if isinstance(outcome, Exception):
+                raise outcome
+            return outcome
+        return started_again_if_silent(attempt)
+
+    assert start([RuntimeError("Kernel didn't respond in 60 seconds"), "kernel"])() == "kernel" and len(calls) == 2
+    calls.clear()
+    with pytest.raises(RuntimeError, match="didn't respond"):
+        start([RuntimeError("Kernel didn't respond in 60 seconds")] * 3)()
+    assert len(calls) == 2
+    calls.clear()
+    with pytest.raises(RuntimeError, match="No such kernel"):
+        start([RuntimeError("No such kernel named python9"), "kernel"])()
+    assert len(calls) == 1
