@@ -296,16 +296,11 @@ def test_solved_exercises_leave_the_chapter_runnable(chapter, tmp_path, monkeypa
 
 @contextlib.contextmanager
 def _kernel(client: NotebookClient):
-    """client.setup_kernel(), started a second time if the first kernel never answers: two kernels started at the same
-    moment (two test workers) can be handed the same free port, and the one that loses it exits ("Address already in
-    use") while its client waits. A kernel that started and then failed is not started again."""
+    """client.setup_kernel(), started once more if the kernel never answers (conftest.started_again_if_silent)."""
+    from conftest import started_again_if_silent
+
     with contextlib.ExitStack() as stack:
-        try:
-            stack.enter_context(client.setup_kernel())
-        except RuntimeError as err:
-            if "didn't respond" not in str(err):
-                raise
-            stack.enter_context(client.setup_kernel())
+        started_again_if_silent(lambda: stack.enter_context(client.setup_kernel()))()
         yield
 
 

@@ -18,8 +18,10 @@ then checked as MyST reads it) and site_chapters.py the chapters (cells, outputs
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import html
+import io
 import json
 import os
 import posixpath
@@ -29,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -251,10 +254,6 @@ def _vega_bundle() -> str:
 def _sphinx_config(src: Path) -> None:
     """Jupyter Book's conf.py for the source folder `src`, as `jupyter-book config sphinx` writes it, in this process
     (its imports, seconds, are paid once per process, not once per build)."""
-    import contextlib
-    import io
-    import warnings
-
     printed = io.StringIO()
     try:
         with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed), warnings.catch_warnings():
