@@ -4,8 +4,8 @@
     python benchmarks/serve.py [--checkpoint PATH] [--sentences 200] [--repeats 3] [--threads 1] [--record]
 
 The model (default: the shipped one) is exported with `python -m transformer_lib.serve export` in float32 and int8.
-Our decoding runs as chapter 7 wrote it and through chapter 9's FastBeamSearch (float32, and bfloat16 where the CPU
-has it in hardware). Every variant translates the same first --sentences of test2016 in batches of 64, greedy and
+Our decoding runs as chapter 7 wrote it and through chapter 9's FastBeamSearch (float32, bfloat16 where the CPU
+has it in hardware, and int8). Every variant translates the same first --sentences of test2016 in batches of 64, greedy and
 with beam 5, interleaved
 (round after round, so that a slow phase of the machine hits all of them); sentences per second are medians of the
 rounds. BLEU is scored once per variant on the whole of test2016. Greedy outputs of ours and of CTranslate2 in
@@ -63,6 +63,7 @@ def _run(args) -> int:
         fast = {"float32": FastBeamSearch(model, torch.float32)}
         if cpu_has_bf16():
             fast["bfloat16"] = FastBeamSearch(model, torch.bfloat16)
+        fast["int8"] = FastBeamSearch(model, torch.int8)  # chapter 9, section 9
         variants = {}
         for beam in (1, 5):
             mode = "greedy" if beam == 1 else f"beam {beam}"

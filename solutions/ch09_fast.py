@@ -20,10 +20,13 @@ def bf16_spacing(x: float) -> float:
     return 2.0 ** (math.floor(math.log2(abs(x))) - 7)
 
 
-def quantize_rows(w: torch.Tensor):
-    """Exercise 9.3: per-row scale max|w| / 127, q = round(w / scale)."""
-    scale = w.abs().amax(dim=1, keepdim=True) / 127
-    return torch.round(w / scale).to(torch.int8), scale
+def quantize_asymmetric(x: torch.Tensor):
+    """Exercise 9.3: 256 levels from min(x, 0) to max(x, 0); the zero-point is the integer that stands for 0.0."""
+    lo, hi = min(float(x.min()), 0.0), max(float(x.max()), 0.0)
+    scale = (hi - lo) / 255 or 1.0
+    zero_point = round(-128 - lo / scale)
+    q = torch.clamp(torch.round(x / scale) + zero_point, -128, 127).to(torch.int8)
+    return q, scale, zero_point
 
 
 def smoothed_kl(log_probs: torch.Tensor, target: torch.Tensor, smoothing: float, pad: int) -> float:

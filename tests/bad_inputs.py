@@ -934,8 +934,36 @@ def _(tmp): F.PackedDecoder(tiny_model(), "float17")
 def _(tmp): F.pack_decoder(tiny_model(), "float17")
 
 
-@case("FastBeamSearch(model, dtype)", "an integer dtype", ValueError, "dtype=torch.int64", "floating-point")
+@case("FastBeamSearch(model, dtype)", "an integer dtype", ValueError, "dtype=torch.int64", "floating-point", "torch.int8")
 def _(tmp): F.FastBeamSearch(tiny_model(), torch.int64)
+
+
+@case("int8_linear(weight)", "a weight of one dimension", ValueError, "weight", "(out_features, in_features)")
+def _(tmp): F.int8_linear(torch.ones(4))
+
+
+@case("int8_linear(weight)", "a weight holding inf", ValueError, "weight", "inf or nan")
+def _(tmp): F.int8_linear(torch.tensor([[1.0, float("inf")]]))
+
+
+@case("int8_linear(weight, bias)", "a bias of the wrong length", ValueError, "bias", "(3,)")
+def _(tmp): F.int8_linear(torch.ones(3, 2), torch.ones(2))
+
+
+@case("quantize_int8(x)", "an integer tensor", ValueError, "x", "floating-point")
+def _(tmp): F.quantize_int8(torch.ones(3, 4, dtype=torch.long))
+
+
+@case("int8_matmul(a, b)", "float matrices", ValueError, "a", "int8")
+def _(tmp): F.int8_matmul(torch.ones(3, 4), torch.ones(4, 2))
+
+
+@case("int8_matmul(a, b)", "inner sizes that disagree", ValueError, "must agree on k")
+def _(tmp): F.int8_matmul(torch.ones(3, 4, dtype=torch.int8), torch.ones(5, 2, dtype=torch.int8))
+
+
+@case("int8_linear(weight)(x)", "an input whose last dimension is not in_features", ValueError, "x", "in_features=2")
+def _(tmp): F.int8_linear(torch.ones(3, 2))(torch.ones(5, 4))
 
 
 @case("FastBeamSearch(model)(src, ..., beam_size)", "beam_size 0", ValueError, "beam_size")

@@ -160,10 +160,14 @@ def test_the_translators_domain_is_said_where_a_reader_meets_the_translator(caps
     assert len(shown) == 1 and "assert" in shown[0].source and "comes back as nonsense" in markdown(8)
 
 
-def test_chapter_9_trains_the_speedrun_record_within_ten_minutes_and_says_what_the_record_reached():
+def test_chapter_9_trains_the_speedrun_record_in_the_minutes_it_forecasts_and_says_what_the_record_reached():
     text, here, raced = markdown(9), RESULTS["fast.speedrun_here"], RESULTS["fast.speedrun"]
-    assert "seven epochs in under ten minutes on two cores" in text
-    assert here["corpus"] == "multi30k" and here["epochs"] == RECIPES["cpu"].epochs == 7 and here["minutes"] < 10
+    assert "seven epochs, which trained in under ten minutes on the record's two cores" in text
+    assert here["corpus"] == "multi30k" and here["epochs"] == RECIPES["cpu"].epochs == 7
+    # within ten minutes where the machine is as fast as the record's; where it is slower, the forecast printed before
+    # the training said so, and came within half again of the minutes it took
+    assert here["minutes"] < 10 or here["forecast"] > 10
+    assert here["forecast"] / 1.5 < here["minutes"] < here["forecast"] * 1.5
     assert here["penalty"] == RECIPES["cpu"].length_penalty
     assert "is reached by\n  the last record" in text and raced["best_test"] >= 40
     # what carries to the long run: chapter 8's comparison of recipes, as chapter 9's notes tell it

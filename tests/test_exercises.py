@@ -33,7 +33,7 @@ SOLVED = {"1.1": "sinusoidal", "1.2": "pe_dot", "1.3": "wavelengths", "1.4": "cl
           "6.1": "build_vocab", "6.2": "count_pairs", "6.3": "encode_word", "6.4": "padding_share",
           "7.1": "length_penalty", "7.2": "top_k_beams", "7.3": "greedy_search", "7.4": "decoder_positions",
           "8.1": "modified_precision", "8.2": "brevity_penalty", "8.3": "corpus_bleu", "8.4": "average_state_dicts",
-          "9.1": "fuse_qkv", "9.2": "bf16_spacing", "9.3": "quantize_rows", "9.4": "smoothed_kl",
+          "9.1": "fuse_qkv", "9.2": "bf16_spacing", "9.3": "quantize_asymmetric", "9.4": "smoothed_kl",
           "10.1": "shift", "10.2": "corpus_perplexity", "10.3": "top_p_filter", "10.4": "sample_probs",
           "10.5": "cache_bytes", "11.1": "rms_norm", "11.2": "swiglu_hidden", "11.3": "rope", "11.4": "repeat_kv"}
 
@@ -207,14 +207,21 @@ def _fuse_along_inputs(q, k, v):
     return fused
 
 
-def _quantize_whole_matrix(w):
-    scale = w.abs().max() / 127
-    return torch.round(w / scale).to(torch.int8), scale
+def _quantize_symmetric(x):
+    scale = float(x.abs().max()) / 127
+    return torch.round(x / scale).to(torch.int8), scale, 0
 
 
-def _quantize_truncating(w):
-    scale = w.abs().amax(dim=1, keepdim=True) / 127
-    return (w / scale).to(torch.int8), scale
+def _quantize_truncating(x):
+    lo, hi = min(float(x.min()), 0.0), max(float(x.max()), 0.0)
+    scale = (hi - lo) / 255
+    zero_point = round(-128 - lo / scale)
+    return torch.clamp((x / scale).trunc() + zero_point, -128, 127).to(torch.int8), scale, zero_point
+
+
+def _quantize_float_zero_point(x):
+    q, scale, zero_point = solutions(9).quantize_asymmetric(x)
+    return q, scale, float(zero_point) + 0.3
 
 
 def _cross_entropy_not_kl(log_probs, target, smoothing, pad):
@@ -492,8 +499,9 @@ MISTAKES = [
     ("9.1", _fuse_along_inputs, "its weight has shape (24, 8)"),
     ("9.2", lambda x: 2.0 ** (math.floor(math.log2(abs(x))) - 10), "that is float16's gap"),
     ("9.2", lambda x: 2.0**-7, "the gap grows with the number"),
-    ("9.3", _quantize_whole_matrix, "one scale for the whole matrix"),
+    ("9.3", _quantize_symmetric, "that is the symmetric grid"),
     ("9.3", _quantize_truncating, "round to the nearest integer"),
+    ("9.3", _quantize_float_zero_point, "zero_point should be an integer"),
     ("9.4", _cross_entropy_not_kl, "that is the cross-entropy"),
     ("10.1", lambda tokens: (tokens, tokens), "learns to copy the token"),
     ("10.1", lambda tokens: (tokens[:, 1:], tokens[:, :-1]), "that is backwards"),
@@ -534,7 +542,7 @@ MISTAKES = [
         ("1.2", lambda k, d_model: math.nan), ("1.3", lambda d_model: torch.full((d_model // 2,), math.nan)),
         ("3.4", lambda d_model, d_ff: math.nan), ("5.3", lambda v: math.nan),
         ("5.4", lambda counts: [math.nan] * len(counts)),
-        ("9.3", lambda w: (solutions(9).quantize_rows(w)[0], torch.full((w.size(0), 1), math.nan)))]],
+        ("9.3", lambda x: (solutions(9).quantize_asymmetric(x)[0], math.nan, 0))]],
     ("6.3", _encode_longest_match, "as WordPiece cuts"),
     ("6.3", _encode_right_to_left, "from left to right"),
     ("2.2", _attention_scaling_q_in_place_twice, "the scores are divided by 16, not by sqrt(d_k) = 4"),

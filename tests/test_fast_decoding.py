@@ -7,7 +7,7 @@ import torch
 from transformer_lib.attention import padding_mask
 from transformer_lib.data import offline_corpus
 from transformer_lib.decoding import beam_search, greedy_decode_cached, translate_tokens
-from transformer_lib.fast import FastBeamSearch, pack_decoder
+from transformer_lib.fast import FastBeamSearch, int8_linear, int8_matmul, pack_decoder, quantize_int8
 from transformer_lib.model import make_model
 from transformer_lib.translation import pretrained
 
@@ -69,10 +69,10 @@ def test_the_search_reads_a_snapshot_and_leaves_the_model_alone():
     search(*sources(), 6, BOS, EOS, 2)
     assert model.training and all(torch.equal(before[k], v) for k, v in model.state_dict().items())
     packed = pack_decoder(model, torch.float32)
-    assert packed["layers"][0]["qkv"][0].shape == (3 * 32, 32) and packed["embedding"].dtype == torch.float32
+    assert packed["layers"][0]["qkv"].keywords["weight"].shape == (3 * 32, 32) and packed["embedding"].dtype == torch.float32
     with torch.no_grad():
         model.generator.proj.bias.zero_()  # a later change to the model does not reach the snapshot
-    assert search.w["proj"][1][EOS] > 2
+    assert search.w["proj"].keywords["bias"][EOS] > 2
 
 
 def test_bfloat16_decodes_to_valid_token_ids():
@@ -119,3 +119,54 @@ def test_bad_inputs_name_the_argument():
     shipped = pretrained()
     with pytest.raises(TypeError, match="search must be None or a callable"):
         translate_tokens(shipped.model, ["Ein Hund."], shipped.src_tok, *shipped.model.vocabs, search="fast")
+
+
+# ---------------------------------------------------------------------------------------------- int8 (section 9)
+def test_quantize_int8_rounds_each_row_to_its_own_grid():
+    torch.manual_seed(0)
+    x = torch.randn(5, 64) * torch.tensor([1.0, 1e-3, 40.0, 0.0, 1.0])[:, None]  # a row of zeros too
+    q, scale = quantize_int8(x)
+    assert q.dtype == torch.int8 and q.shape == x.shape and scale.shape == (5, 1)
+    assert ((q.float() * scale - x).abs() <= scale / 2 * (1 + 1e-6)).all()  # half a step of the row's own scale
+    assert q.abs().amax(1).tolist() == [127, 127, 127, 0, 127] and scale[3].item() == 1.0
+
+
+def test_int8_matmul_is_the_exact_integer_product():
+    torch.manual_seed(0)
+    for m, k, n in ((1, 1024, 7), (33, 256, 4151), (5, 100, 3)):
+        a = torch.randint(-127, 128, (m, k), dtype=torch.int8)
+        b = torch.randint(-127, 128, (k, n), dtype=torch.int8)
+        a[0], b[:, 0] = 127, -127  # the largest sum a layer can meet
+        got = int8_matmul(a, b)
+        assert got.dtype == torch.int32 and torch.equal(got.long(), a.long() @ b.long())
+
+
+@pytest.mark.parametrize("outliers", [False, True])
+def test_int8_linear_stays_within_the_bound_section_9_derives(outliers):
+    torch.manual_seed(0)
+    weight, bias, x = torch.randn(48, 96) / 10, torch.randn(48), torch.randn(4, 7, 96)
+    if outliers:  # one large input and one large weight per row: the rest round on a coarse grid
+        x[..., 0], weight[:, 5] = 30.0, 2.0
+    got = int8_linear(weight, bias)(x).double()
+    exact = x.double() @ weight.double().T + bias.double()
+    x_q, s_x = quantize_int8(x)
+    _, s_w = quantize_int8(weight)
+    x_hat = x_q.double() * s_x.double()
+    bound = s_x.double() / 2 * weight.double().abs().sum(1) + s_w.double().T / 2 * x_hat.abs().sum(-1, keepdim=True)
+    error = (got - exact).abs()
+    assert got.shape == (4, 7, 48) and (error <= bound + 1e-5 * exact.abs() + 1e-6).all()
+    assert error.max() > 0.01 * bound.max()  # the bound is not vacuous here: int8 does move the outputs
+    assert torch.equal(int8_linear(weight)(x), int8_linear(weight, torch.zeros(48))(x))  # no bias: zeros
+
+
+def test_int8_search_on_the_shipped_model_mostly_translates_as_float32():
+    shipped = pretrained()
+    src_vocab, tgt_vocab = shipped.model.vocabs
+    sentences = [de for de, _ in offline_corpus(40, seed=3)]
+    for beam in (1, 5):
+        exact = translate_tokens(shipped.model, sentences, shipped.src_tok, src_vocab, tgt_vocab, beam,
+                                 search=FastBeamSearch(shipped.model, torch.float32))
+        int8 = translate_tokens(shipped.model, sentences, shipped.src_tok, src_vocab, tgt_vocab, beam,
+                                search=FastBeamSearch(shipped.model, "int8"))
+        assert all(int8) and sum(a == b for a, b in zip(exact, int8)) >= 0.8 * len(sentences)
+    assert FastBeamSearch(shipped.model, torch.int8).w["layers"][0]["ff1"].__name__ == "linear"  # int8, not F.linear

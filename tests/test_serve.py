@@ -130,7 +130,7 @@ def test_the_serving_benchmark_runs_and_records(tmp_path, monkeypatch, capsys):
                        str(record)]) == 0
     recorded = json.loads(record.read_text())
     assert recorded["greedy_identical"] == recorded["bleu_sentences"] == 12 and recorded["sentences"] == 6
-    fast = ["float32", "bfloat16"] if bench.cpu_has_bf16() else ["float32"]
+    fast = (["float32", "bfloat16"] if bench.cpu_has_bf16() else ["float32"]) + ["int8"]
     assert [v["name"] for v in recorded["variants"]] == [
         name for mode in ("greedy", "beam 5") for name in (
             f"ours ({mode})", *(f"ours, FastBeamSearch {d} ({mode})" for d in fast), f"CTranslate2 float32 ({mode})",

@@ -15,10 +15,14 @@ __all__ = [
     'pack_decoder',
     'PackedDecoder',
     'FastBeamSearch',
+    'quantize_int8',
+    'int8_matmul',
+    'int8_linear',
 ]
 
 # %% notebooks/09_fast.ipynb cell 3
 import copy
+import functools
 import math
 import time
 import statistics
@@ -34,7 +38,8 @@ from transformer_lib.checks.core import as_device, as_dtype, check_instance, che
 from transformer_lib.checks.attention import check_attention_inputs
 from transformer_lib.checks.model import check_model_tokens
 from transformer_lib.checks.training import check_encoder_decoder, check_loss_inputs, check_symbols
-from transformer_lib.checks.decoding import check_cache_length
+from transformer_lib.checks.decoding import (as_serving_dtype, check_cache_length, check_int8_input, check_int8_matmul,
+                                             check_int8_weight)
 from transformer_lib.training import LabelSmoothing
 
 
@@ -182,8 +187,7 @@ def use_fast_path(model: nn.Module, enabled: bool = True, dropout: bool = True) 
 def matmul_peak(dtype=torch.float32, size: int = 1024, repeats: int = 10, device="cpu") -> float:
     """Measured FLOP/s of a square matrix multiplication on `device` (the best of `repeats`)."""
     check_ints(size=size, repeats=repeats)
-    a = torch.randn(size, size, device=device).to(dtype)
-    b = torch.randn(size, size, device=device).to(dtype)
+    a, b = (torch.randn(size, size, device=device).to(dtype) for _ in range(2))
     a @ b  # warm up
     best = float("inf")
     for _ in range(repeats):
@@ -221,12 +225,13 @@ def speed_up(model: nn.Module, criterion: LabelSmoothing, device) -> tuple[nn.Mo
 
 
 # %% notebooks/09_fast.ipynb cell 35
-def _packed(*linears: nn.Linear, dtype, scale: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
-    """The stacked weights and biases of `linears` (one matrix multiplication for all), the first one's multiplied
-    by `scale`, cast to `dtype`."""
-    w = torch.cat([m.weight * (scale if i == 0 else 1.0) for i, m in enumerate(linears)])
-    b = torch.cat([m.bias * (scale if i == 0 else 1.0) for i, m in enumerate(linears)])
-    return w.detach().to(dtype), b.detach().to(dtype)
+def _packed(*linears: nn.Linear, dtype, scale: float = 1.0):
+    """The stacked `linears` as one projection, x -> y (one matrix multiplication for all), the first one's weight and
+    bias multiplied by `scale`: F.linear with them cast to `dtype`, or for torch.int8 int8_linear (section 9)."""
+    w = torch.cat([m.weight * (scale if i == 0 else 1.0) for i, m in enumerate(linears)]).detach()
+    b = torch.cat([m.bias * (scale if i == 0 else 1.0) for i, m in enumerate(linears)]).detach()
+    return int8_linear(w, b) if dtype == torch.int8 else functools.partial(F.linear, weight=w.to(dtype),
+                                                                              bias=b.to(dtype))
 
 
 def _norm(norm: nn.Module, dtype) -> tuple:
@@ -239,7 +244,8 @@ def pack_decoder(model, dtype) -> dict:
     query and stacked key/value projections, the feed-forward and the three layer norms; the target embedding
     (times sqrt(d_model)), the positional table, the final norm and the output projection."""
     check_encoder_decoder(model)
-    dtype = as_dtype("dtype", dtype)
+    dtype = as_serving_dtype(dtype)
+    real = torch.float32 if dtype == torch.int8 else dtype  # embeddings and norms: int8 keeps them in float32
     layers = []
     for layer in model.decoder.layers:
         sa, ca, ff = layer.self_attn, layer.src_attn, layer.feed_forward
@@ -248,14 +254,14 @@ def pack_decoder(model, dtype) -> dict:
                        "out": _packed(sa.w_o, dtype=dtype), "cross_q": _packed(ca.w_q, dtype=dtype, scale=scale),
                        "cross_kv": _packed(ca.w_k, ca.w_v, dtype=dtype), "cross_out": _packed(ca.w_o, dtype=dtype),
                        "ff1": _packed(ff.w_1, dtype=dtype), "ff2": _packed(ff.w_2, dtype=dtype),
-                       "norms": [_norm(s.norm, dtype) for s in layer.sublayers]})
+                       "norms": [_norm(s.norm, real) for s in layer.sublayers]})
     token, position = model.tgt_embed[0], model.tgt_embed[1]
     table = position.pe[0] if hasattr(position, "pe") else position.embedding.weight  # (max_len, d_model)
     return {"layers": layers, "norm_first": model.decoder.layers[0].sublayers[0].norm_first,
             "n_heads": model.decoder.layers[0].self_attn.n_heads,
-            "final_norm": _norm(model.decoder.norm, dtype) if isinstance(model.decoder.norm, LayerNorm) else None,
-            "embedding": (token.embedding.weight * math.sqrt(token.d_model)).detach().to(dtype),
-            "positions": table.detach().to(dtype), "proj": _packed(model.generator.proj, dtype=dtype)}
+            "final_norm": _norm(model.decoder.norm, real) if isinstance(model.decoder.norm, LayerNorm) else None,
+            "embedding": (token.embedding.weight * math.sqrt(token.d_model)).detach().to(real),
+            "positions": table.detach().to(real), "proj": _packed(model.generator.proj, dtype=dtype)}
 
 
 def _extend(cache: torch.Tensor, new: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
@@ -273,7 +279,8 @@ def _extend(cache: torch.Tensor, new: torch.Tensor, rows: torch.Tensor | None) -
 class PackedDecoder:
     """A translator ready to decode: its encoder on the fast twins, and its decoder's weights packed and cast once
     (bfloat16 where the hardware has it, see pack_decoder), run one token at a time by `_step`. FastBeamSearch
-    searches with it. Build it again after the model's weights change.
+    searches with it. With dtype torch.int8 the decoder's matrix products run in int8 (section 9) and the rest,
+    the encoder too, in float32. Build it again after the model's weights change.
     """
 
     def __init__(self, model, dtype=None):
@@ -281,10 +288,11 @@ class PackedDecoder:
         device = next(model.parameters()).device
         if dtype is None:
             dtype = torch.bfloat16 if has_bf16(device) else torch.float32
-        self.dtype = as_dtype("dtype", dtype)
+        self.dtype = as_serving_dtype(dtype)
         self.exact = torch.promote_types(self.dtype, torch.float32)  # attention, log-probabilities, scores
         self.w = pack_decoder(model, self.dtype)
-        self.encoder = use_fast_path(copy.deepcopy(nn.Sequential(model.src_embed, model.encoder)).to(self.dtype).eval())
+        floats = torch.float32 if self.dtype == torch.int8 else self.dtype
+        self.encoder = use_fast_path(copy.deepcopy(nn.Sequential(model.src_embed, model.encoder)).to(floats).eval())
         self.vocab_size = model.generator.proj.out_features
 
     def _sublayer(self, x, norm, fn):
@@ -305,27 +313,27 @@ class PackedDecoder:
         d = x.size(-1)
         for i, w in enumerate(self.w["layers"]):
             def self_attention(y):
-                qkv = F.linear(y, *w["qkv"]).to(self.exact)  # (N, 3 d_model)
+                qkv = w["qkv"](y).to(self.exact)  # (N, 3 d_model)
                 q, k, v = qkv.view(N, 3, h, 1, d // h).unbind(1)  # (N, h, 1, d_k) each
                 if cache[i] is not None:  # the surviving beams' keys and values, then this step's
                     k, v = _extend(cache[i][0], k, pending), _extend(cache[i][1], v, pending)
                 cache[i] = (k, v)  # (N, h, t + 1, d_k)
                 a = torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ v  # (N, h, 1, d_k)
-                return F.linear(a.view(N, d).to(y.dtype), *w["out"])
+                return w["out"](a.view(N, d).to(y.dtype))
 
             def cross_attention(y):  # the K beams of a sentence are K queries against its keys and values
-                q = F.linear(y, *w["cross_q"]).to(self.exact).view(N // K, K, h, d // h).transpose(1, 2)  # n, h, K, d_k
+                q = w["cross_q"](y).to(self.exact).view(N // K, K, h, d // h).transpose(1, 2)  # n, h, K, d_k
                 keys, values = cross[i]
                 scores = (q @ keys.transpose(-1, -2)).masked_fill_(~mask, float("-inf"))  # (n, h, K, Ls)
                 a = torch.softmax(scores, dim=-1) @ values  # (n, h, K, d_k)
-                return F.linear(a.transpose(1, 2).reshape(N, d).to(y.dtype), *w["cross_out"])
+                return w["cross_out"](a.transpose(1, 2).reshape(N, d).to(y.dtype))
 
             x = self._sublayer(x, w["norms"][0], self_attention)
             x = self._sublayer(x, w["norms"][1], cross_attention)
-            x = self._sublayer(x, w["norms"][2], lambda y: F.linear(F.linear(y, *w["ff1"]).relu_(), *w["ff2"]))
+            x = self._sublayer(x, w["norms"][2], lambda y: w["ff2"](w["ff1"](y).relu_()))
         if self.w["final_norm"] is not None:
             x = F.layer_norm(x, (d,), *self.w["final_norm"][:2], self.w["final_norm"][2])
-        return F.linear(x, *self.w["proj"])  # (N, V)
+        return self.w["proj"](x)  # (N, V)
 
 
 # %% notebooks/09_fast.ipynb cell 37
@@ -374,7 +382,7 @@ class FastBeamSearch(PackedDecoder):
         B, h = src.size(0), self.w["n_heads"]
         memory = self.encoder[1](self.encoder[0](src), src_mask)  # (B, Ls, d_model)
         mask = (src_mask if src_mask is not None else torch.ones_like(src, dtype=torch.bool)).reshape(B, 1, 1, -1)
-        kv = [F.linear(memory, *w["cross_kv"]).to(self.exact) for w in self.w["layers"]]  # (B, Ls, 2 d_model) each
+        kv = [w["cross_kv"](memory).to(self.exact) for w in self.w["layers"]]  # (B, Ls, 2 d_model) each
         return [x.view(B, -1, 2, h, x.size(-1) // (2 * h)).permute(2, 0, 3, 1, 4).contiguous() for x in kv], mask
 
     @torch.inference_mode()
@@ -407,3 +415,36 @@ class FastBeamSearch(PackedDecoder):
                 scores, sentence, mask, cross = scores[keep], sentence[keep], mask[keep], [kv[:, keep] for kv in cross]
             pending = None if K == 1 and not done.any() else index  # greedy's rows stay in place until one finishes
         return [row[: row.index(end_symbol) + 1] if end_symbol in row else row for row in best]
+
+
+# %% notebooks/09_fast.ipynb cell 46
+def quantize_int8(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Symmetric int8, one scale per row: (q, scale) with x ≈ q * scale, q = round(x / scale) in [-127, 127] and
+    scale (..., 1) = the row's largest |x| / 127 (1 for a row of zeros). Each value moves by at most scale / 2."""
+    check_int8_input(x)
+    scale = x.detach().abs().amax(dim=-1, keepdim=True).float().div_(127)  # (..., 1)
+    return torch.round(x / scale.masked_fill_(scale == 0, 1.0)).to(torch.int8), scale
+
+
+def int8_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a (m, k) @ b (k, n), int8, exactly in int32: torch._int_mm, or float64 where CUDA's kernel refuses the shapes."""
+    check_int8_matmul(a, b)
+    if a.device.type == "cpu" or (a.size(0) > 16 and a.size(1) % 8 == 0 and b.size(1) % 8 == 0):
+        return torch._int_mm(a, b)
+    return (a.double() @ b.double()).int()
+
+
+def int8_linear(weight: torch.Tensor, bias: torch.Tensor | None = None):
+    """F.linear(x, weight, bias) in int8, as a function x -> y (float32): the weight (out, in) quantized once, one
+    scale per output channel, each row of x when it comes; y = (q_x @ q_w.T) * s_x * s_w + bias, the product exact."""
+    check_int8_weight(weight, bias)
+    q, w_scale = quantize_int8(weight.detach().float())  # (out, in), (out, 1)
+    q_t, w_scale = q.t().contiguous(), w_scale.view(-1)  # (in, out), (out,)
+    bias = torch.zeros_like(w_scale) if bias is None else bias.detach().float()
+
+    def linear(x: torch.Tensor) -> torch.Tensor:
+        check_last_dim(x, q_t.size(0), "in_features")
+        x_q, x_scale = quantize_int8(x.float())  # (..., in) int8, (..., 1)
+        y = int8_matmul(x_q.reshape(-1, x.size(-1)), q_t).view(*x.shape[:-1], -1)  # (..., out), int32
+        return y.float().mul_(x_scale).mul_(w_scale).add_(bias)
+    return linear

@@ -50,6 +50,9 @@ def serve_markdown(s: dict) -> str:
         if ours and engine:
             name, best = max(ours.items(), key=lambda item: item[1])
             lines.append(f"{name.removeprefix('ours, ')}: {best / engine:.2f}x the throughput of CTranslate2 float32.")
+        engine8, ours8 = speed.get(f"CTranslate2 int8 ({mode})"), speed.get(f"ours, FastBeamSearch int8 ({mode})")
+        if engine8 and ours8:
+            lines.append(f"FastBeamSearch int8 ({mode}): {ours8 / engine8:.2f}x the throughput of CTranslate2 int8.")
     return "\n".join(lines) + "\n"
 
 

@@ -101,10 +101,10 @@ def check_token_batch(name: str, tokens) -> None:
     _check_integer_dtype(name, tokens)
 
 
-def check_last_dim(x: torch.Tensor, d_model: int) -> None:
+def check_last_dim(x: torch.Tensor, d_model: int, size_name: str = "d_model") -> None:
     """Raise unless x's last dimension is d_model (else weights broadcast against the wrong axis)."""
     if x.size(-1) != d_model:
-        raise ValueError(f"x must have last dimension d_model={d_model}, got shape {tuple(x.shape)}")
+        raise ValueError(f"x must have last dimension {size_name}={d_model}, got shape {tuple(x.shape)}")
 
 
 def check_same_batch(a_name: str, a, b_name: str, b) -> None:

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import torch
 
-from transformer_lib.checks.core import check_ints
+from transformer_lib.checks.core import as_dtype, check_ints
 
 __all__ = [
     "check_cache_length", "check_search", "check_vocabs", "check_sentences", "check_source_lengths",
-    "check_attention_ids", "check_attention_kind", "check_map_labels", "check_layers",
+    "check_attention_ids", "check_attention_kind", "check_map_labels", "check_layers", "as_serving_dtype",
+    "check_int8_weight", "check_int8_input", "check_int8_matmul",
 ]
 
 
@@ -96,3 +97,42 @@ def check_map_labels(kind: str, shape, rows: str, row_tokens, cols: str, col_tok
     if tuple(shape[2:]) != (len(row_tokens), len(col_tokens)):
         raise ValueError(f"{kind} maps are {shape[2]} x {shape[3]}, but there are {len(row_tokens)} {rows} "
                          f"and {len(col_tokens)} {cols} tokens")
+
+
+def as_serving_dtype(dtype) -> torch.dtype:
+    """PackedDecoder's dtype: a floating-point type (or its name), or torch.int8 ("int8") for int8 weights."""
+    if dtype is torch.int8 or (isinstance(dtype, str) and dtype.removeprefix("torch.") == "int8"):
+        return torch.int8
+    try:
+        return as_dtype("dtype", dtype)
+    except ValueError as err:
+        raise ValueError(f"{err}, or torch.int8 for int8 weights") from None
+
+
+def check_int8_weight(weight, bias) -> None:
+    """int8_linear's weight: a floating-point (out, in) tensor of finite numbers; its bias None or (out,)."""
+    if not isinstance(weight, torch.Tensor) or weight.dim() != 2 or not weight.is_floating_point():
+        got = tuple(weight.shape) if isinstance(weight, torch.Tensor) else type(weight).__name__
+        raise ValueError(f"weight must be a floating-point (out_features, in_features) tensor, got {got}")
+    if not torch.isfinite(weight).all():
+        raise ValueError("weight holds inf or nan: int8 cannot represent it")
+    if bias is not None and (not isinstance(bias, torch.Tensor) or tuple(bias.shape) != (weight.size(0),)):
+        got = tuple(bias.shape) if isinstance(bias, torch.Tensor) else type(bias).__name__
+        raise ValueError(f"bias must be None or of shape ({weight.size(0)},), got {got}")
+
+
+def check_int8_input(x) -> None:
+    """quantize_int8's x: a floating-point tensor of at least one dimension (its rows are quantized)."""
+    if not isinstance(x, torch.Tensor) or x.dim() == 0 or not x.is_floating_point():
+        got = f"{x.dtype} of shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
+        raise ValueError(f"x must be a floating-point tensor of at least one dimension, got {got}")
+
+
+def check_int8_matmul(a, b) -> None:
+    """int8_matmul's a (m, k) and b (k, n): int8 matrices whose inner sizes agree."""
+    for name, t in (("a", a), ("b", b)):
+        if not isinstance(t, torch.Tensor) or t.dtype != torch.int8 or t.dim() != 2:
+            got = f"{t.dtype} of shape {tuple(t.shape)}" if isinstance(t, torch.Tensor) else type(t).__name__
+            raise ValueError(f"{name} must be a 2-D int8 tensor, got {got}")
+    if a.size(1) != b.size(0):
+        raise ValueError(f"a (m, k) and b (k, n) must agree on k: a is {tuple(a.shape)}, b {tuple(b.shape)}")

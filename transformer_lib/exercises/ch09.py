@@ -53,31 +53,38 @@ def _(bf16_spacing):
     return "bfloat16 has float32's range and about 2 to 3 significant decimal digits: 256 numbers per power of two."
 
 
-@_exercise("9.3", "int8 weights, one scale per row")
-def _(quantize_rows):
+@_exercise("9.3", "int8 with a zero-point")
+def _(quantize_asymmetric):
     torch.manual_seed(0)
-    w = torch.randn(6, 32) * torch.tensor([1.0, 0.01, 5.0, 0.2, 1.0, 0.001])[:, None]  # rows of very different sizes
-    out = quantize_rows(w.clone())
-    if not isinstance(out, tuple) or len(out) != 2:
-        raise Wrong("quantize_rows(w) should return (q, scale)")
-    q, scale = out
-    if not isinstance(q, torch.Tensor) or q.dtype != torch.int8 or q.shape != w.shape:
-        raise Wrong(f"q should be an int8 tensor of w's shape {tuple(w.shape)}")
-    scale = torch.as_tensor(scale, dtype=torch.float32)
-    if scale.numel() == 1:
-        raise Wrong("one scale for the whole matrix rounds its small rows to zero: row 5 (entries about 0.001) needs "
-                    "its own; give each output row a scale, shape (rows, 1)")
-    scale = scale.reshape(-1, 1)
-    if q.abs().max() > 127:
-        raise Wrong("keep q within [-127, 127], so that the range is symmetric")
-    err = (q.float() * scale - w).abs()
-    if (err > scale / 2 * (1 + 1e-5)).any():
-        row = int((err > scale / 2 * (1 + 1e-5)).any(dim=1).nonzero()[0])
-        raise Wrong(f"row {row}: q * scale is off by up to {err[row].max():.3g}, more than half a step ({scale[row, 0] / 2:.3g}): "
-                    "round to the nearest integer rather than truncating")
-    if (q.abs().amax(dim=1) < 127).any():
-        raise Wrong("each row's largest |w| should map to 127, so that the row uses the whole int8 range")
-    return "Each row loses at most half a step of its own scale: about 0.4% of its largest weight."
+    for label, x in (("ReLU outputs", torch.randn(200).relu() * 3), ("values from -1 to 5", torch.rand(200) * 6 - 1)):
+        _trying(label)
+        out = quantize_asymmetric(x.clone())
+        if not isinstance(out, tuple) or len(out) != 3:
+            raise Wrong("quantize_asymmetric(x) should return (q, scale, zero_point)")
+        q, scale, zero_point = out
+        if not isinstance(q, torch.Tensor) or q.dtype != torch.int8 or q.shape != x.shape:
+            raise Wrong(f"q should be an int8 tensor of x's shape {tuple(x.shape)}")
+        scale = float(scale)
+        if not isinstance(zero_point, int) and not (isinstance(zero_point, torch.Tensor) and zero_point.numel() == 1
+                                                    and not zero_point.is_floating_point()):
+            raise Wrong(f"zero_point should be an integer, so that 0.0 is exactly a level; got {zero_point!r}")
+        zero_point = int(zero_point)
+        lo, hi = min(float(x.min()), 0.0), max(float(x.max()), 0.0)
+        if abs(scale - (hi - lo) / 255) > 1e-6 * (hi - lo):
+            if abs(scale - max(abs(lo), hi) / 127) <= 1e-6 * hi:
+                raise Wrong(f"{label}: that is the symmetric grid, whose levels below zero go unused here; spread the "
+                            "256 levels from min(x, 0) to max(x, 0): scale = (hi - lo) / 255")
+            raise Wrong(f"{label}: scale should be (max(x, 0) - min(x, 0)) / 255 = {(hi - lo) / 255:.5g}, got {scale:.5g}")
+        back = (q.float() - zero_point) * scale
+        inside = (q > -128) & (q < 127)  # the ends may clamp
+        err = (back - x).abs()
+        if (err[inside] > scale / 2 * (1 + 1e-4)).any():
+            raise Wrong(f"{label}: (q - zero_point) * scale is off by up to {err[inside].max():.3g}, more than half a "
+                        f"step ({scale / 2:.3g}): round to the nearest integer rather than truncating")
+        if (err > scale * (1 + 1e-4)).any() or not -128 <= zero_point <= 127:
+            raise Wrong(f"{label}: the levels do not cover the values: zero_point = round(-128 - lo / scale), q = "
+                        "clamp(round(x / scale) + zero_point, -128, 127)")
+    return "0.0 is a level, so zero padding and ReLU's zeros come back exact, and all 256 levels cover the range."
 
 
 @_exercise("9.4", "label smoothing in closed form")
