@@ -533,3 +533,36 @@ def test_the_release_install_cells_install_is_the_tag_of_the_packages_version(tm
     (tmp_path / "book.yml").write_text(yaml.safe_dump({**manifest, "repository": "o/r", "release": "v 1"}))
     with pytest.raises(bk.BookError, match="release must be a git tag name"):
         bk.load_book(tmp_path)
+
+
+def test_book_run_starts_a_kernel_that_never_answered_once_more(tmp_path, monkeypatch):
+    """Two kernels started at one moment (a test run beside `book run`) can be handed the same free port; the one
+    that loses it exits and nbclient says "Kernel didn't respond". The chapter starts again with a new kernel, once;
+    a second silence, or another error, ends the run as before."""
+    import io
+
+    book = make_book(tmp_path, {"01_alpha": ["#| default_exp alpha"]})
+    outcomes = []
+
+    class Client:
+        def __init__(self, nb, **kwargs):
+            pass
+
+        def execute(self, **kwargs):
+            outcome = outcomes.pop(0)
+            if outcome is not None:
+                raise outcome
+
+    monkeypatch.setattr(runner, "_client_class", lambda: Client)
+    silent = RuntimeError("Kernel didn't respond in 60 seconds")
+    outcomes[:] = [silent, None]
+    runner.run(book, list(book.chapters), budget="smoke", out=io.StringIO())
+    assert outcomes == []  # started twice, and the chapter was written
+    outcomes[:] = [silent, silent, None]
+    with pytest.raises(bk.BookError, match="01_alpha.ipynb: two kernels in a row did not start"):
+        runner.run(book, list(book.chapters), budget="smoke", out=io.StringIO())
+    assert outcomes == [None]
+    outcomes[:] = [RuntimeError("No such kernel named python9"), None]
+    with pytest.raises(RuntimeError, match="No such kernel"):
+        runner.run(book, list(book.chapters), budget="smoke", out=io.StringIO())
+    assert outcomes == [None]

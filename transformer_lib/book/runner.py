@@ -277,15 +277,34 @@ def run(book: Book, chapters: list[Chapter], budget: str | None = None, timeout:
             run = recorded.get(chapter.file, {}).get(budget) or {}  # this chapter's last run under this budget
             with _Progress(f"[{number}/{len(chapters)}] {chapter.title}", nb.cells, out, every,
                            run.get("seconds")) as progress:
-                client = NotebookClient(
-                    nb, timeout=timeout, kernel_name="python3", record_timing=False,
-                    resources={"metadata": {"path": str(path.parent)}}, on_cell_start=progress.on_cell_start,
-                )
-                kernel = _Kernel(client)
-                client.on_notebook_start, client.on_cell_executed = kernel.on_notebook_start, kernel.on_cell_executed
+                def new_client():
+                    client = NotebookClient(
+                        nb, timeout=timeout, kernel_name="python3", record_timing=False,
+                        resources={"metadata": {"path": str(path.parent)}}, on_cell_start=progress.on_cell_start,
+                    )
+                    kernel = _Kernel(client)
+                    client.on_notebook_start, client.on_cell_executed = kernel.on_notebook_start, kernel.on_cell_executed
+                    return client, kernel
+
+                client, kernel = new_client()
                 with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as log:
                     try:
-                        client.execute(stderr=log)  # the kernel's own messages go to a log, shown if it dies
+                        try:
+                            client.execute(stderr=log)  # the kernel's own messages go to a log, shown if it dies
+                        except RuntimeError as err:
+                            # a kernel that never answered: two kernels started at one moment (a test run beside
+                            # this one) can be handed one free port, and the one that loses it exits; start again
+                            if "didn't respond" not in str(err):
+                                raise
+                            client, kernel = new_client()
+                            try:
+                                client.execute(stderr=log)
+                            except RuntimeError as again:
+                                if "didn't respond" not in str(again):
+                                    raise
+                                print(f"{label}: FAILED", file=out, flush=True)
+                                raise BookError(f"{chapter.file}: two kernels in a row did not start ({again}); the "
+                                                "file was left as it was") from None
                     except (CellControlSignal, DeadKernelError, KeyboardInterrupt, AssertionError) as err:
                         # On Ctrl-C nbclient's own signal handler shuts the kernel down mid-cell, and the cell then
                         # fails with DeadKernelError, its clean-up with AssertionError: say what happened, once
