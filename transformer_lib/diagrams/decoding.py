@@ -58,7 +58,7 @@ def _cache(d: Drawing, x, y, rows, cols, cell, name, new_values, seed):
     # the rows are target positions, named as the prose names them: 1, 2, 3, ..., t - 1 from the earlier steps, t new
     labels = [str(r + 1) for r in range(rows - 3)] + ["⋮", "t-1", "t"]
     for r, label in enumerate(labels):
-        d.text(x - 7, y + r * cell + cell / 2, label, size=11.5, anchor="end", mono=True,
+        d.text(x - 7, y + r * cell + cell / 2, label, size=11.5, anchor="end", mono=label != "⋮",  # mono lacks ⋮
                color=ACCENT if r == rows - 1 else MUTED)
     d.text(box.cx, y - 32, name, size=13, mono=True)
     d.text(box.cx, y - 15, "(B, n_heads, t, d_k)", size=11.5, mono=True, color=MUTED)
