@@ -34,7 +34,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from transformer_lib.attention import MultiHeadAttention
 from transformer_lib.blocks import LayerNorm
-from transformer_lib.checks.core import as_device, as_dtype, check_instance, check_int, check_ints, check_last_dim
+from transformer_lib.checks.core import as_device, check_instance, check_int, check_ints, check_last_dim
 from transformer_lib.checks.attention import check_attention_inputs
 from transformer_lib.checks.model import check_model_tokens
 from transformer_lib.checks.training import check_encoder_decoder, check_loss_inputs, check_symbols
