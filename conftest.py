@@ -149,20 +149,7 @@ if LoadScopeScheduling is not None:
 
 
 # ------------------------------------------------------------------------------ a kernel that never answers
-def started_again_if_silent(start):
-    """`start` (a function that starts a kernel and waits for it), called a second time if the kernel never answers:
-    two kernels started at the same moment, in two workers, can be handed the same free port, and the one that loses
-    it exits ("Address already in use") while its client waits. Any other failure is raised as it came."""
-    def start_twice(*args, **kwargs):
-        try:
-            return start(*args, **kwargs)
-        except RuntimeError as err:
-            if "didn't respond" not in str(err):
-                raise
-            return start(*args, **kwargs)
-
-    return start_twice
-
+from transformer_lib.book.runner import started_again_if_silent  # noqa: E402 (imports torch: after the threads are set)
 
 try:  # nbval's kernels (nbval.kernel.RunningKernel calls the module's start_new_kernel)
     import nbval.kernel as _nbval_kernel

@@ -5,8 +5,8 @@
 
 The model (default: the shipped one) is exported with `python -m transformer_lib.serve export` in float32 and int8.
 Our decoding runs as chapter 7 wrote it and through chapter 9's FastBeamSearch (float32, bfloat16 where the CPU
-has it in hardware, and int8). Every variant translates the same first --sentences of test2016 in batches of 64, greedy and
-with beam 5, interleaved
+has it in hardware, and int8). Every variant translates the same first --sentences of test2016 in batches of 64,
+greedy and with beam 5, interleaved
 (round after round, so that a slow phase of the machine hits all of them); sentences per second are medians of the
 rounds. BLEU is scored once per variant on the whole of test2016. Greedy outputs of ours and of CTranslate2 in
 float32 are compared token by token. `--record` writes benchmarks/serve.json.

@@ -42,6 +42,7 @@ from nbclient.exceptions import CellExecutionError
 from nbval.plugin import coalesce_streams, get_sanitize_patterns, transform_streams_for_comparison
 
 from transformer_lib.book import corpus, load_book, parse_directives
+from transformer_lib.book.runner import started_again_if_silent
 from transformer_lib.multi30k import OFFLINE_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -296,9 +297,7 @@ def test_solved_exercises_leave_the_chapter_runnable(chapter, tmp_path, monkeypa
 
 @contextlib.contextmanager
 def _kernel(client: NotebookClient):
-    """client.setup_kernel(), started once more if the kernel never answers (conftest.started_again_if_silent)."""
-    from conftest import started_again_if_silent
-
+    """client.setup_kernel(), started once more if the kernel never answers (runner.started_again_if_silent)."""
     with contextlib.ExitStack() as stack:
         started_again_if_silent(lambda: stack.enter_context(client.setup_kernel()))()
         yield
@@ -314,10 +313,8 @@ def _run(client: NotebookClient, nb, cell) -> None:
 
 
 def test_a_kernel_that_never_answers_is_started_once_more_and_other_failures_are_not_retried():
-    """conftest.started_again_if_silent, which nbval's kernels start through: a silent kernel (two workers handed one
-    port) gets a second start; a second silence, or any other error, is raised."""
-    from conftest import started_again_if_silent
-
+    """runner.started_again_if_silent, which `book run`, nbval's kernels and this test start kernels through: a silent
+    kernel (two workers handed one port) gets a second start; a second silence, or any other error, is raised."""
     calls = []
 
     def start(outcomes):

@@ -236,6 +236,27 @@ def _set_signal(sig, handler):
         return None
 
 
+def _silent(err: BaseException) -> bool:
+    """Whether nbclient gave up on a kernel that never answered ("Kernel didn't respond in N seconds")."""
+    return isinstance(err, RuntimeError) and "didn't respond" in str(err)
+
+
+def started_again_if_silent(start):
+    """`start` (a function that starts a kernel and waits for it), called a second time if the kernel never answers:
+    two kernels started at the same moment (two test workers, or a test run beside `book run`) can be handed the same
+    free port, and the one that loses it exits ("Address already in use") while its client waits. Any other failure
+    is raised as it came. `book run`, nbval's kernels (conftest.py) and the exercises test start kernels through it."""
+    def start_twice(*args, **kwargs):
+        try:
+            return start(*args, **kwargs)
+        except RuntimeError as err:
+            if not _silent(err):
+                raise
+            return start(*args, **kwargs)
+
+    return start_twice
+
+
 def run(book: Book, chapters: list[Chapter], budget: str | None = None, timeout: int = 1800, out=None,
         record: bool = False, every: float = 60.0) -> None:
     """Execute chapters in order with the given budget and write them back with outputs.
@@ -277,38 +298,32 @@ def run(book: Book, chapters: list[Chapter], budget: str | None = None, timeout:
             run = recorded.get(chapter.file, {}).get(budget) or {}  # this chapter's last run under this budget
             with _Progress(f"[{number}/{len(chapters)}] {chapter.title}", nb.cells, out, every,
                            run.get("seconds")) as progress:
-                def new_client():
+                clients = []  # the client of each start; the last is the one that ran
+
+                def execute():
                     client = NotebookClient(
                         nb, timeout=timeout, kernel_name="python3", record_timing=False,
                         resources={"metadata": {"path": str(path.parent)}}, on_cell_start=progress.on_cell_start,
                     )
                     kernel = _Kernel(client)
                     client.on_notebook_start, client.on_cell_executed = kernel.on_notebook_start, kernel.on_cell_executed
-                    return client, kernel
+                    clients.append((client, kernel))
+                    client.execute(stderr=log)  # the kernel's own messages go to a log, shown if it dies
 
-                client, kernel = new_client()
                 with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as log:
                     try:
                         try:
-                            client.execute(stderr=log)  # the kernel's own messages go to a log, shown if it dies
+                            started_again_if_silent(execute)()  # a test run beside this one may take its port
                         except RuntimeError as err:
-                            # a kernel that never answered: two kernels started at one moment (a test run beside
-                            # this one) can be handed one free port, and the one that loses it exits; start again
-                            if "didn't respond" not in str(err):
+                            if not _silent(err):
                                 raise
-                            client, kernel = new_client()
-                            try:
-                                client.execute(stderr=log)
-                            except RuntimeError as again:
-                                if "didn't respond" not in str(again):
-                                    raise
-                                print(f"{label}: FAILED", file=out, flush=True)
-                                raise BookError(f"{chapter.file}: two kernels in a row did not start ({again}); the "
-                                                "file was left as it was") from None
+                            print(f"{label}: FAILED", file=out, flush=True)
+                            raise BookError(f"{chapter.file}: two kernels in a row did not start ({err}); the file "
+                                            "was left as it was") from None
                     except (CellControlSignal, DeadKernelError, KeyboardInterrupt, AssertionError) as err:
                         # On Ctrl-C nbclient's own signal handler shuts the kernel down mid-cell, and the cell then
                         # fails with DeadKernelError, its clean-up with AssertionError: say what happened, once
-                        interrupted = getattr(client, "_async_cleanup_kernel_future", None) is not None
+                        interrupted = bool(clients) and getattr(clients[-1][0], "_async_cleanup_kernel_future", None) is not None
                         err = KeyboardInterrupt() if interrupted else err
                         print(f"{label}: FAILED", file=out, flush=True)
                         raise BookError(f"{chapter.file} failed under budget {budget}: "
@@ -321,7 +336,7 @@ def run(book: Book, chapters: list[Chapter], budget: str | None = None, timeout:
                 elif cell.cell_type == "code":
                     cell.outputs = settle_streams(cell.outputs)
             _write_atomic(path, nbformat.writes(nb) + "\n")
-            others = kernel.others()
+            others = clients[-1][1].others()
             if record:
                 from transformer_lib.records import record_run
 
