@@ -722,6 +722,23 @@ def _(tmp):
     X.load_checkpoint(save_training_state(tmp / "state.safetensors", model, optimizer, scheduler, epoch=1))
 
 
+@case("runs.forecast_run(out_dir, recipe, data, device)", "a damaged forecast.json in the run's folder", ValueError,
+      "forecast.json", "delete it")
+def _(tmp):
+    from transformer_lib.runs import forecast_run
+
+    (tmp / "forecast.json").write_text('{"recipe": {}, "forecast": ')  # cut off mid-write, by hand or a full disk
+    forecast_run(tmp, X.RECIPES["smoke"], None, torch.device("cpu"))
+
+
+@case("runs.forecast(recipe, data, device, speedup)", "a fast recipe without chapter 9's speed_up", ValueError,
+      "recipe.fast=True", "speedup=speed_up")
+def _(tmp):
+    from transformer_lib.runs import forecast
+
+    forecast(replace(X.RECIPES["smoke"], fast=True), None, torch.device("cpu"))
+
+
 @case("load_checkpoint(path, device)", "a device torch does not know", ValueError, "device='gpu'")
 def _(tmp): X.load_checkpoint(tiny_checkpoint(tmp), "gpu")
 

@@ -168,6 +168,7 @@ def test_chapter_9_trains_the_speedrun_record_in_the_minutes_it_forecasts_and_sa
     # the training said so, and came within half again of the minutes it took
     assert here["minutes"] < 10 or here["forecast"] > 10
     assert here["forecast"] / 1.5 < here["minutes"] < here["forecast"] * 1.5
+    assert here["forecast_before_run"]  # the forecast shown beside the minutes was made before that run trained
     assert here["penalty"] == RECIPES["cpu"].length_penalty
     assert "is reached by\n  the last record" in text and raced["best_test"] >= 40
     # what carries to the long run: chapter 8's comparison of recipes, as chapter 9's notes tell it
@@ -179,6 +180,15 @@ def test_chapter_9_trains_the_speedrun_record_in_the_minutes_it_forecasts_and_sa
     assert "no gain, so the shipped model stays" in text
     assert all(r["history"][-1]["val_loss"] < chosen["history"][-1]["val_loss"] and r["changes"]["epochs"] == 30 and
                0 < chosen["val_sacrebleu"] - r["val_sacrebleu"] < seeds[chosen["name"]]["sd"] for r in cooled)
+
+
+def test_the_speedrun_minutes_name_the_pace_they_were_measured_at():
+    """README's ten minutes come with the padded tokens a second the record trained at, and chapter 9 renders it from
+    the record's seconds and its own epoch's padded tokens."""
+    pace = RESULTS["fast.speedrun_pace"]
+    assert pace["here"] == RESULTS["fast.speedrun_here"]["pace"]
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert f"trained the record at about {round(pace['pace'], -3):,} padded tokens a second" in readme
 
 
 def test_chapter_9_fast_path_is_faster_in_its_run_and_matmuls_take_half_to_two_thirds():

@@ -1,6 +1,7 @@
 """The book on a GPU. has_bf16's rule (hardware bfloat16 only) runs everywhere, on a faked device; the tests marked
 `cuda` run wherever CUDA is present and are skipped, saying so, where it is not: GPT-2's and Llama's proofs in float32
-and bfloat16, a training step, the key/value caches and beam search, each against the same work on the CPU.
+and bfloat16, a training step, the key/value caches, beam search and int8 serving, each against the same work on the
+CPU.
 """
 import dataclasses
 
@@ -227,23 +228,67 @@ def test_beam_search_on_cuda_finds_what_it_finds_on_the_cpu():
     assert max(map(len, on_cpu[0])) > 2  # searched, not ended at once
 
 
-@pytest.mark.cuda
-def test_fused_attention_on_cuda_leaves_cudnns_kernel_out():
-    """cuDNN's attention builds a graph for each new shape: batches of every length paid that through the first
-    epoch (benchmarks/gpu.json). The fast path's attention runs no cuDNN kernel, in float32 and under bfloat16."""
+def attention_kernels(device) -> list[list[str]]:
+    """The operations (CPU) or kernels (CUDA) the profiler saw in the fast path's attention, forward and backward,
+    in float32 and then under bfloat16 autocast."""
     from torch.profiler import ProfilerActivity, profile
 
     from transformer_lib.fast import FusedMultiHeadAttention
 
+    device = torch.device(device)
     torch.manual_seed(0)
-    mha = FusedMultiHeadAttention(64, 8, dropout=0.1).to(CUDA).train()
-    x = torch.randn(3, 11, 64, device=CUDA)
-    mask = torch.ones(3, 1, 1, 11, dtype=torch.bool, device=CUDA)
+    mha = FusedMultiHeadAttention(64, 8, dropout=0.1).to(device).train()
+    x = torch.randn(3, 11, 64, device=device)
+    mask = torch.ones(3, 1, 1, 11, dtype=torch.bool, device=device)
     mask[0, :, :, 9:] = False
+    seen = []
     for dtype in (None, torch.bfloat16):
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            with torch.autocast("cuda", dtype=dtype or torch.float32, enabled=dtype is not None):
+        activity = ProfilerActivity.CUDA if device.type == "cuda" else ProfilerActivity.CPU
+        with profile(activities=[activity]) as prof:
+            with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
                 mha(x, x, x, mask).float().sum().backward()
-            torch.cuda.synchronize()
-        kernels = [e.name for e in prof.key_averages()]
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+        seen.append([e.key for e in prof.key_averages()])
+    return seen
+
+
+def test_the_profile_of_the_fast_attention_names_its_operations_on_the_cpu():
+    """The CUDA test below reads the profiler the same way; here it must see the attention's own operations."""
+    for kernels in attention_kernels("cpu"):
+        assert any("scaled_dot_product" in k for k in kernels), kernels
+
+
+@pytest.mark.cuda
+def test_fused_attention_on_cuda_leaves_cudnns_kernel_out():
+    """cuDNN's attention builds a graph for each new shape (benchmarks/attention_shapes.py measures it). The fast
+    path's attention runs no cuDNN kernel, in float32 and under bfloat16."""
+    for kernels in attention_kernels(CUDA):
         assert kernels and not [k for k in kernels if "cudnn" in k.lower()], kernels
+
+
+@pytest.mark.cuda
+def test_int8_products_on_cuda_are_the_exact_integer_products():
+    """On CUDA int8_matmul multiplies in float64: an H200's cuBLAS refused torch._int_mm's row-major int8 products,
+    also of shapes its rules allow. Every shape must give the integer product."""
+    g = torch.Generator().manual_seed(0)
+    for m, k, n in [(3, 40, 24), (17, 32, 48), (64, 256, 1024), (33, 30, 16)]:
+        a = torch.randint(-127, 128, (m, k), dtype=torch.int8, generator=g)
+        b = torch.randint(-127, 128, (k, n), dtype=torch.int8, generator=g)
+        on_gpu = fast.int8_matmul(a.to(CUDA), b.to(CUDA))
+        assert on_gpu.dtype == torch.int32 and torch.equal(on_gpu.cpu(), a.long().matmul(b.long()).int())
+
+
+@pytest.mark.cuda
+def test_int8_beam_search_on_cuda_finds_what_the_int8_search_finds_on_the_cpu():
+    torch.manual_seed(0)
+    model = make_model(50, 50, n_layers=2, d_model=32, d_ff=64, n_heads=4, pad_idx=1).eval()
+    src = torch.randint(4, 50, (20, 7), generator=torch.Generator().manual_seed(1))
+    src[1, 5:] = 1
+    found = {}
+    for device in ("cpu", CUDA):
+        search = fast.FastBeamSearch(model.to(device), torch.int8)
+        found[str(device)] = search(src.to(device), padding_mask(src.to(device), 1), 10, 2, 3, 3)
+    same = sum(a == b for a, b in zip(found["cpu"], found["cuda"]))
+    assert same >= 18, (same, found)  # rounding may differ in a tie, not in most sentences
+    assert max(map(len, found["cpu"])) > 2

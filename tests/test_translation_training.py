@@ -643,6 +643,7 @@ def test_a_forecast_times_the_recipes_model_and_leaves_the_run_as_it_would_be(da
     ahead = forecast(TINY, data, torch.device("cpu"), steps=3)
     assert ahead["steps"] == 3 and ahead["tokens_per_second"] > 0
     padded = sum(b.src.numel() + b.tgt_in.numel() for b in epoch_batches(TINY, data, 1, 0, 1, torch.device("cpu")))
+    assert ahead["epoch_tokens"] == padded
     assert ahead["epoch_seconds"] == pytest.approx(padded / ahead["tokens_per_second"])
     assert ahead["minutes"] == pytest.approx(ahead["epoch_seconds"] * TINY.epochs / 60)
     after = train_translation(TINY, tmp_path, data=data, progress=False, log=quiet, device="cpu")
@@ -653,6 +654,31 @@ def test_a_forecast_times_the_recipes_model_and_leaves_the_run_as_it_would_be(da
     for steps, error in ((0, ValueError), (2.5, TypeError)):
         with pytest.raises(error, match="steps must be"):
             forecast(TINY, data, torch.device("cpu"), steps=steps)
+    with pytest.raises(ValueError, match="recipe.fast=True trains on chapter 9's fast path: pass speedup=speed_up"):
+        forecast(replace(TINY, fast=True), data, torch.device("cpu"))
+
+
+def test_a_runs_forecast_is_kept_in_its_folder_and_given_back_for_that_run(data, tmp_path):
+    """runs.forecast_run: measured before a fresh run and kept in its folder, so the run's minutes meet the forecast
+    made before them; a run older than its forecast is measured now and says so; a damaged file is refused."""
+    from transformer_lib.runs import forecast_run
+
+    cpu, folder = torch.device("cpu"), tmp_path / "run"
+    first = forecast_run(folder, TINY, data, cpu, steps=1)
+    kept = json.loads((folder / "forecast.json").read_text())
+    assert first["kept"] is False and first["before_run"] is True and kept["recipe"] == TINY.to_dict()
+    train_translation(TINY, folder, data=data, progress=False, log=quiet, device="cpu")
+    assert forecast_run(folder, TINY, data, cpu, steps=1) == {**first, "kept": True}
+    other = forecast_run(folder, replace(TINY, dropout=0.0), data, cpu, steps=1)  # another recipe: measured now
+    assert (other["kept"], other["before_run"]) == (False, False)
+    assert json.loads((folder / "forecast.json").read_text()) == kept  # the run's own forecast stays
+    (folder / "forecast.json").unlink()  # a run from before forecasts were kept
+    older = forecast_run(folder, TINY, data, cpu, steps=1)
+    assert older["before_run"] is False and not (folder / "forecast.json").exists()
+    (folder / "forecast.json").write_text('{"recipe": {}, "forecast": {"minutes": "soon"}}')
+    with pytest.raises(ValueError, match=r"forecast\.json: not a forecast this package wrote .*delete it"):
+        forecast_run(folder, TINY, data, cpu, steps=1)
+    assert "soon" in (folder / "forecast.json").read_text()  # refused, not overwritten
 
 
 def test_the_train_command_forecasts_a_fresh_run_and_not_a_resumed_one(data, tmp_path, monkeypatch, capsys):
@@ -661,7 +687,8 @@ def test_the_train_command_forecasts_a_fresh_run_and_not_a_resumed_one(data, tmp
     argv = ["multi30k", "--budget", "smoke", "--out", str(tmp_path / "run"), "--no-test", "--quiet"]
     assert train_cli.main(argv) == 0
     said = capsys.readouterr().out
-    assert "forecast on this machine:" in said and "for 1 epoch of training, validation aside" in said
+    assert "forecast on this machine:" in said and "for 1 epoch of training (BLEU scoring aside)" in said
+    assert json.loads((tmp_path / "run" / "forecast.json").read_text())["recipe"]["epochs"] == 1
     assert train_cli.main(argv[:2] + ["smoke", "--out", str(tmp_path / "other"), "--no-test", "--quiet",
                                       "--no-forecast"]) == 0
     assert "forecast" not in capsys.readouterr().out

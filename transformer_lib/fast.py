@@ -54,7 +54,7 @@ class FusedMultiHeadAttention(MultiHeadAttention):
     stacked), cross-attention keys and values with one; the attention itself is PyTorch's fused
     F.scaled_dot_product_attention. It keeps no weights for plotting (`attn` stays None): switch back to the
     readable class (use_fast_path(model, False)) to draw attention maps. On CUDA it leaves cuDNN's attention kernel
-    out, which builds a graph for every new shape of batch (benchmarks/gpu.json's first epoch paid for it).
+    out, which builds a graph for every new shape of batch (benchmarks/attention_shapes.py).
     """
 
     def forward(self, query, key, value, mask=None):
@@ -427,9 +427,9 @@ def quantize_int8(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def int8_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """a (m, k) @ b (k, n), int8, exactly in int32: torch._int_mm, or float64 where CUDA's kernel refuses the shapes."""
+    """a (m, k) @ b (k, n) in int8, exactly, as int32: torch._int_mm on a CPU, float64 elsewhere (an H200 refused)."""
     check_int8_matmul(a, b)
-    if a.device.type == "cpu" or (a.size(0) > 16 and a.size(1) % 8 == 0 and b.size(1) % 8 == 0):
+    if a.device.type == "cpu":
         return torch._int_mm(a, b)
     return (a.double() @ b.double()).int()
 

@@ -31,7 +31,7 @@ from transformer_lib.data import bucket_batches, encode_pairs
 from transformer_lib.files import read_training_state, restore_training_state, save_training_state
 from transformer_lib.model import make_model
 from transformer_lib.runtime import all_reduce_sum, seed_everything
-from transformer_lib.training import LabelSmoothing, loss_sum, make_optimizer, optimizer_step
+from transformer_lib.training import LabelSmoothing, evaluate, loss_sum, make_optimizer, optimizer_step
 
 __all__ = ["Tools", "processes", "distributed", "replica", "distributed_step", "build", "validation_batches",
            "epoch_batches", "forecast", "resume", "save_epoch", "finish", "close"]
@@ -136,40 +136,90 @@ def epoch_batches(recipe, data, epoch: int, rank: int, world: int, device) -> li
     return [b.to(device) for b in batches[: len(batches) // per_step * per_step][rank::world]]
 
 
-def forecast(recipe, data, device, speedup=None, steps: int = 6) -> dict:
+def forecast(recipe, data, device, speedup=None, steps: int = 8) -> dict:
     """How long this machine will take to train `recipe`, measured before the run starts.
 
-    A throwaway copy of the recipe's model (its fast path and bfloat16 too, where the recipe asks) takes `steps`
-    training steps on batches of the first epoch picked across it, each batch twice: the first step on a new shape
-    pays one-time costs an epoch pays once per shape, so the second is timed. Their padded tokens per second, times
-    the padded tokens of an epoch, times the epochs, is the forecast; validation is off the clock, as in the run's
-    own seconds. The run itself is untouched: it seeds itself. Returns {"tokens_per_second", "epoch_seconds",
-    "minutes", "steps"}."""
+    A throwaway copy of the recipe's model (its fast path and bfloat16 too, where the recipe asks) takes two
+    untimed steps, then `steps` timed ones, each on another batch of the first epoch, picked across it. Their padded
+    tokens a second give an epoch's training; one pass of the validation loss is timed too, as the run's own clock
+    counts it (greedy BLEU is off that clock). The run itself is untouched: it seeds itself. Returns
+    {"tokens_per_second" (an epoch's padded tokens over its seconds), "epoch_tokens", "epoch_seconds" (training and
+    validation loss), "minutes" (all epochs), "steps"}: the pace a finished run's epoch_tokens * epochs / seconds
+    can be held against."""
     import time
 
+    def clock() -> float:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        return time.perf_counter()
+
     checks.check_forecast_steps(steps)
+    checks.check_speedup(recipe, speedup)
     model, criterion, optimizer, _, bf16 = build(recipe, data, device, speedup, cooled_rate=lambda *_: 1.0)  # any rate
     batches = epoch_batches(recipe, data, 1, 0, 1, device)
     size = [b.src.numel() + b.tgt_in.numel() for b in batches]  # padded tokens, both sides
-    picked = [batches[i * len(batches) // steps] for i in range(steps)]
+    picked = [batches[i * len(batches) // (steps + 2)] for i in range(steps + 2)]
     seconds = tokens = 0.0
     model.train()
     with torch.autocast(device.type, torch.bfloat16, enabled=bf16, cache_enabled=False):
-        for batch in picked:
-            for _ in range(2):  # the same batch twice: the second step is the one timed
-                if device.type == "cuda":
-                    torch.cuda.synchronize(device)
-                start = time.perf_counter()
-                optimizer_step(model, [batch], criterion, optimizer, recipe.clip_norm)
-                if device.type == "cuda":
-                    torch.cuda.synchronize(device)
-            seconds += time.perf_counter() - start
-            tokens += batch.src.numel() + batch.tgt_in.numel()
-    per_second = tokens / seconds
-    epoch_seconds = sum(size) / per_second
+        for i, batch in enumerate(picked):
+            start = clock()
+            optimizer_step(model, [batch], criterion, optimizer, recipe.clip_norm)
+            if i >= 2:  # the first two warm up: allocations, kernels chosen once
+                seconds += clock() - start
+                tokens += batch.src.numel() + batch.tgt_in.numel()
+    start = clock()
+    evaluate(model, validation_batches(recipe, data, device), criterion)
+    epoch_seconds = sum(size) / (tokens / seconds) + clock() - start
     del model, optimizer
-    return {"tokens_per_second": per_second, "epoch_seconds": epoch_seconds,
-            "minutes": epoch_seconds * recipe.epochs / 60, "steps": steps}
+    return {"tokens_per_second": sum(size) / epoch_seconds, "epoch_tokens": sum(size),
+            "epoch_seconds": epoch_seconds, "minutes": epoch_seconds * recipe.epochs / 60, "steps": steps}
+
+
+FORECAST_KEYS = ("tokens_per_second", "epoch_tokens", "epoch_seconds", "minutes", "steps")
+
+
+def forecast_line(ahead: dict, epochs: int) -> str:
+    """A forecast (forecast or forecast_run) in one line, as the train command and chapters 8 and 9 print it."""
+    def span(seconds: float) -> str:  # seconds under a minute and a half, else minutes
+        return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} minutes"
+
+    when = "when this run started" if ahead.get("kept") else "on this machine"
+    return (f"forecast {when}: {ahead['tokens_per_second']:,.0f} padded tokens a second on the recipe's model "
+            f"({ahead['steps']} steps and the validation loss timed), so about {span(ahead['epoch_seconds'])} an "
+            f"epoch and {span(60 * ahead['minutes'])} for {epochs} epoch{'s' * (epochs != 1)} of training (BLEU "
+            "scoring aside)")
+
+
+def forecast_run(out_dir, recipe, data, device, speedup=None, steps: int = 8) -> dict:
+    """forecast() for the run in `out_dir`, the one measured before that run trained: a folder without a training
+    state gets one measured now, kept in out_dir/forecast.json; a folder holding a run of the same recipe gives back
+    the one kept there, so the run's minutes meet their own forecast. A run from before such files (or of another
+    recipe) is measured now. Adds "kept" (read from the folder) and "before_run" (kept, or measured before a fresh
+    run: False only for a run older than its forecast). A damaged forecast.json is refused, naming it."""
+    import json
+
+    from transformer_lib.files import write_atomically
+
+    path = Path(out_dir) / "forecast.json"
+    if path.exists():
+        try:
+            kept = json.loads(path.read_text(encoding="utf-8"))
+            numbers = {k: float(kept["forecast"][k]) for k in FORECAST_KEYS}
+            same = kept["recipe"] == recipe.to_dict()
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as err:
+            raise ValueError(f"{path}: not a forecast this package wrote ({type(err).__name__}: {err}); delete it "
+                             "and the run measures again") from None
+        if same:
+            return {**numbers, "epoch_tokens": int(numbers["epoch_tokens"]), "steps": int(numbers["steps"]),
+                    "kept": True, "before_run": True}
+    ahead = forecast(recipe, data, device, speedup, steps)
+    fresh = not (Path(out_dir) / "state.safetensors").exists()
+    if fresh:  # before a fresh run: keep it for the run's end
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        record = {"recipe": recipe.to_dict(), "device": str(device), "forecast": ahead}
+        write_atomically(path, lambda tmp: tmp.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8"))
+    return {**ahead, "kept": False, "before_run": fresh}
 
 
 # ---- resuming, and the files of each epoch

@@ -13,14 +13,14 @@ command prints its progress and the exact-sequence accuracy on 1,000 held-out te
 shipped model (transformer_lib/pretrained/multi30k_de_en.safetensors): float16 weights, the same metadata (recipe,
 history, scores, vocabulary and merges). It refuses a checkpoint that another recipe than RECIPES["full"] made.
 
-`multi30k` trains chapter 8's German-to-English model by the recipe of a run budget, writing a checkpoint per
-epoch to --out (default runs/multi30k-BUDGET); run the same command again to resume an interrupted run. Before a fresh
-run it times a few steps of the recipe's model and forecasts the minutes of training on this machine (runs.forecast;
---no-forecast skips it). --set
-changes any field of the recipe (e.g. --set warmup=200 cooldown=0.3), as dataclasses.replace would. It ends
-with validation and test2016 BLEU (--no-test: validation only; without Multi30k at hand, the offline corpus's test
-split, labelled as such), and the path of model.safetensors, which
-`python -m transformer_lib.translate --checkpoint PATH` uses. Under torchrun it trains with DistributedDataParallel, a process per device:
+`multi30k` trains chapter 8's German-to-English model by the recipe of a run budget, writing a checkpoint per epoch
+to --out (default runs/multi30k-BUDGET); run the same command again to resume an interrupted run. Before a fresh run
+it times a few steps of the recipe's model and forecasts the minutes of training on this machine, kept in --out as
+forecast.json (runs.forecast_run; --no-forecast skips it). --set changes any field of the recipe (e.g. --set
+warmup=200 cooldown=0.3), as dataclasses.replace would. It ends with validation and test2016 BLEU (--no-test:
+validation only; without Multi30k at hand, the offline corpus's test split, labelled as such), and the path of
+model.safetensors, which `python -m transformer_lib.translate --checkpoint PATH` uses. Under torchrun it trains with
+DistributedDataParallel, a process per device:
 
     torchrun --nproc_per_node=2 -m transformer_lib.train multi30k --budget full          # 2 processes (CPU: gloo)
     torchrun --nnodes=2 --node_rank=0 --master_addr=HOST --nproc_per_node=8 -m transformer_lib.train multi30k ...
@@ -108,24 +108,16 @@ def _distributed_environment(env) -> tuple[int, int]:
     return world, rank
 
 
-def _span(seconds: float) -> str:
-    """A forecast's time in words: seconds under a minute and a half, else minutes."""
-    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} minutes"
-
-
 def _forecast(recipe, data, device, out, say) -> None:
-    """Say how long the run will take on this machine (runs.forecast), once no other training holds `out`."""
+    """Say how long the run will take on this machine (runs.forecast_run), once no other training holds `out`."""
     from transformer_lib.files import locked_folder
     from transformer_lib.fast import speed_up
-    from transformer_lib.runs import forecast
+    from transformer_lib.runs import forecast_line, forecast_run
 
     with locked_folder(out):  # a folder another training writes is refused now, not after the forecast
         pass
-    ahead = forecast(recipe, data, device, speed_up)
-    say(f"forecast on this machine: {ahead['tokens_per_second']:,.0f} padded tokens a second on the recipe's model "
-        f"({ahead['steps']} steps timed), so about {_span(ahead['epoch_seconds'])} an epoch and "
-        f"{_span(60 * ahead['minutes'])} for {recipe.epochs} epoch{'s' * (recipe.epochs != 1)} of training, "
-        "validation aside", flush=True)
+    ahead = forecast_run(out, recipe, data, device, speed_up)  # kept in the folder for the run's end
+    say(forecast_line(ahead, recipe.epochs), flush=True)
 
 
 def _multi30k(args: argparse.Namespace, rank: int, world: int) -> int:

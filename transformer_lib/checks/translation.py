@@ -107,8 +107,15 @@ def check_epoch_batches(n_batches: int, accum_steps: int, world: int) -> None:
 
 
 def check_forecast_steps(steps) -> None:
-    """runs.forecast's number of timed steps: at least 1 (one more warms up first)."""
+    """runs.forecast's number of timed steps: at least 1 (two more warm up first)."""
     check_int("steps", steps)
+
+
+def check_speedup(recipe, speedup) -> None:
+    """A fast recipe (train_translation's, or runs.forecast's) needs the function that makes it fast."""
+    if recipe.fast and not callable(speedup):
+        raise ValueError("recipe.fast=True trains on chapter 9's fast path: pass speedup=speed_up (from "
+                         "transformer_lib.fast import speed_up), or train with dataclasses.replace(recipe, fast=False)")
 
 
 def check_training_run(recipe, recipe_type: type, data, data_type: type, out_dir, speedup=None) -> None:
@@ -116,9 +123,7 @@ def check_training_run(recipe, recipe_type: type, data, data_type: type, out_dir
     recipe the function that makes it fast."""
     if not isinstance(recipe, recipe_type):
         raise TypeError(f"recipe must be a Recipe, e.g. RECIPES['smoke'], got {type(recipe).__name__} {recipe!r}")
-    if recipe.fast and not callable(speedup):
-        raise ValueError("recipe.fast=True trains on chapter 9's fast path: pass speedup=speed_up (from "
-                         "transformer_lib.fast import speed_up), or train with dataclasses.replace(recipe, fast=False)")
+    check_speedup(recipe, speedup)
     if data is not None and not isinstance(data, data_type):
         raise TypeError(f"data must be a TranslationData from prepare_data(recipe), got {type(data).__name__}")
     if data is not None and recipe.bpe_dropout and len(data.train_text) != len(data.train):
