@@ -658,6 +658,18 @@ def test_a_forecast_times_the_recipes_model_and_leaves_the_run_as_it_would_be(da
         forecast(replace(TINY, fast=True), data, torch.device("cpu"))
 
 
+def test_a_fast_recipe_with_bf16_off_trains_in_float32_on_any_hardware(data):
+    from transformer_lib.fast import has_bf16, speed_up
+    from transformer_lib.runs import build
+
+    cpu = torch.device("cpu")
+    assert build(replace(TINY, fast=True, bf16=False), data, cpu, speed_up)[4] is False
+    assert build(replace(TINY, fast=True), data, cpu, speed_up)[4] == has_bf16(cpu)
+    assert tr.Recipe.from_dict({k: v for k, v in TINY.to_dict().items() if k != "bf16"}).bf16  # older files: True
+    with pytest.raises(TypeError, match="bf16"):
+        replace(TINY, bf16="no")
+
+
 def test_a_runs_forecast_is_kept_in_its_folder_and_given_back_for_that_run(data, tmp_path):
     """runs.forecast_run: measured before a fresh run and kept in its folder, so the run's minutes meet the forecast
     made before them; a run older than its forecast is measured now and says so; a damaged file is refused."""

@@ -109,6 +109,7 @@ def build(recipe, data, device, speedup=None, world: int = 1, cooled_rate: Calla
     criterion, bf16 = LabelSmoothing(len(data.tgt_vocab), pad, recipe.smoothing), False
     if recipe.fast:  # e.g. chapter 9's speed_up: fused twins (the same parameters), bfloat16 where the hardware has it
         model, criterion, bf16 = speedup(model, criterion, device)
+        bf16 = bf16 and recipe.bf16  # bf16=False: float32 on any hardware
     optimizer, scheduler = make_optimizer(model, recipe.d_model, recipe.factor, recipe.warmup)
     if recipe.cooldown:  # the same Adam, and a rate that knows where the run ends
         total = recipe.epochs * (len(bucket_batches(data.train, recipe.max_tokens, pad)) // (world * recipe.accum_steps))
@@ -206,7 +207,7 @@ def forecast_run(out_dir, recipe, data, device, speedup=None, steps: int = 8) ->
         try:
             kept = json.loads(path.read_text(encoding="utf-8"))
             numbers = {k: float(kept["forecast"][k]) for k in FORECAST_KEYS}
-            same = kept["recipe"] == recipe.to_dict()
+            same = type(recipe).from_dict(kept["recipe"]).to_dict() == recipe.to_dict()  # fields added since: defaults
         except (ValueError, KeyError, TypeError, UnicodeDecodeError) as err:
             raise ValueError(f"{path}: not a forecast this package wrote ({type(err).__name__}: {err}); delete it "
                              "and the run measures again") from None

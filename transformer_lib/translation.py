@@ -46,9 +46,8 @@ from transformer_lib.training import LabelSmoothing, evaluate, train_epoch
 # %% notebooks/08_translation.ipynb cell 6
 @dataclass
 class Recipe(JsonFile):
-    """Everything a Multi30k run depends on: model, data, optimization, evaluation. RECIPES holds one per run
-    budget; any field can be changed with dataclasses.replace. to_dict, from_dict, save and load (JSON) come from
-    transformer_lib.files.JsonFile; from_dict refuses a field a Recipe does not have."""
+    """Everything a Multi30k run depends on: model, data, optimization, evaluation. RECIPES holds one per budget;
+    dataclasses.replace changes a field. JsonFile gives to_dict, from_dict (refusing unknown fields), save, load."""
     # the model (chapter 4)
     n_layers: int = 3
     d_model: int = 256
@@ -75,14 +74,14 @@ class Recipe(JsonFile):
     accum_steps: int = 1  # batches per optimizer step (per process, under DistributedDataParallel)
     seed: int = 0
     fast: bool = False  # chapter 9's fast path: fused kernels, and bfloat16 autocast where the hardware has it
+    bf16: bool = True  # with fast: False keeps float32 even where the hardware has bfloat16 (chapter 9, section 10)
     # evaluation (chapter 7)
     beam_size: int = 5
     length_penalty: float = 0.6
     average_last: int = 5  # average the weights of the last k epochs
     bleu_every: int = 1  # validation BLEU (greedy) every n epochs
 
-    def __post_init__(self):
-        checks.check_recipe(self)
+    def __post_init__(self): checks.check_recipe(self)  # every field checked, on creation and on replace
 
 
 # %% notebooks/08_translation.ipynb cell 8
