@@ -34,7 +34,7 @@ from transformer_lib.runtime import all_reduce_sum, seed_everything
 from transformer_lib.training import LabelSmoothing, evaluate, loss_sum, make_optimizer, optimizer_step
 
 __all__ = ["Tools", "processes", "distributed", "replica", "distributed_step", "build", "validation_batches",
-           "epoch_batches", "forecast", "resume", "save_epoch", "finish", "close"]
+           "epoch_batches", "forecast", "forecast_line", "forecast_run", "resume", "save_epoch", "finish", "close"]
 
 
 class Tools(NamedTuple):
