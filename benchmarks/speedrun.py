@@ -3,6 +3,7 @@
 
     python benchmarks/speedrun.py NAME [--on RECORD] [--set FIELD=VALUE ...] [--seeds 0 1 2]
                                        [--out runs/speedrun] [--record [FILE]]
+    python benchmarks/speedrun.py NAME --again [--on RECORD] [--seeds 0 1 2] [--record [FILE]]
     python benchmarks/speedrun.py --refresh-commands [--record FILE]
 
 NAME is the entry's name. Its recipe is BASELINE (chapter 8's first `cpu` recipe, 2 epochs) changed by the fields
@@ -29,6 +30,10 @@ chosen and scored again with the new search.
 A trained seed whose epochs are more than PACE_LIMIT times slower than its base's, where the entry's changes leave
 the work of an epoch as it was (SAME_WORK), stops the entry before it is recorded: the machine is slower than the
 one that recorded the base, though machine() may name both alike, and its minutes would not compare.
+
+--again trains a record again as it is (the entry keeps NAME and the record's changes, and is never a record), with
+no pace check: on a machine other than the record's, its minutes are what an entry measured there compares with.
+--on may name such an entry, so that a change measured on that machine builds on the record's runs there.
 
 --record writes the entry into benchmarks/speedrun.json (an entry of the same name is replaced), with the command of
 every seed, so that anyone can run it again; entries that did not pay stay, with their numbers. When RECIPES["cpu"]
@@ -199,6 +204,9 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=Path("runs/speedrun"), help="the runs' folders")
     parser.add_argument("--record", nargs="?", const=HERE / "speedrun.json", default=None, type=Path,
                         metavar="FILE", help="write the entry into FILE (default benchmarks/speedrun.json)")
+    parser.add_argument("--again", action="store_true",
+                        help="train the record (--on, default the last) again as it is, to compare entries on this "
+                             "machine; never a record, and the pace check does not apply")
     parser.add_argument("--refresh-commands", action="store_true",
                         help="write every command of the record (--record FILE) again against RECIPES['cpu'], and stop")
     args = parser.parse_args(argv)
@@ -209,9 +217,12 @@ def main(argv=None) -> int:
         parser.error("NAME is required: the entry's name, e.g. 'decay to zero'")
     entries = json.loads(path.read_text(encoding="utf-8"))["entries"] if path.is_file() else []
     records = [e for e in entries if e["record"] and e["name"] != args.name]
-    base = next((e for e in records if e["name"] == args.on), None) if args.on else (records[-1] if records else None)
+    bases = records + [e for e in entries if e.get("again") and e["name"] != args.name]  # what --on may name
+    base = next((e for e in bases if e["name"] == args.on), None) if args.on else (records[-1] if records else None)
     if args.on and base is None:
-        parser.error(f"--on {args.on!r}: no record of that name in {path}")
+        parser.error(f"--on {args.on!r}: no record, nor a record trained --again, of that name in {path}")
+    if args.again and (base is None or args.set):
+        parser.error("--again trains a record as it is: name it with --on (default the last), and give no --set")
     try:
         changes = {**(base["changes"] if base else {}), **recipe_changes(args.set)}
         recipe_of(changes)  # refuse a bad value before training
@@ -228,11 +239,13 @@ def main(argv=None) -> int:
             print(f"seed {seed}: only the beam search changes: the epochs of {base['name']!r} are scored again",
                   flush=True)
         rows.append(run_seed(changes, seed, folder))
-        error = pace_error(changes, base, rows[-1])
+        error = None if args.again else pace_error(changes, base, rows[-1])
         if error:
             print(f"error: {error}", file=sys.stderr)
             return 1
     entry = entry_of(args.name, base, changes, rows)
+    if args.again:  # the same recipe on another machine: its minutes are the yardstick for entries measured here
+        entry.update(again=True, record=False)
     print(f"{args.name}: validation {with_spread(entry['val_sacrebleu'])}, test2016 "
           f"{with_spread(entry['test_sacrebleu'])}, {with_spread(entry['train_seconds'], '.0f')} s; "
           f"{'a record' if entry['record'] else 'not a record'}", flush=True)

@@ -25,6 +25,7 @@ from transformer_lib import embeddings as E
 from transformer_lib import fast as F
 from transformer_lib import model as M
 from transformer_lib import multi30k as MK
+from transformer_lib import runtime as R
 from transformer_lib import training as T
 from transformer_lib import translation as X
 
@@ -928,7 +929,7 @@ def _(tmp): F.FusedMultiHeadAttention(8, 2)(x3(), x3(), x3(), torch.ones(2, 1, 1
 
 
 @case("matmul_peak(dtype, size)", "size 0", ValueError, "size")
-def _(tmp): F.matmul_peak(size=0)
+def _(tmp): R.matmul_peak(size=0)
 
 
 @case("has_bf16(device)", "a device torch does not know", ValueError, "device", "gpu")

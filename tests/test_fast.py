@@ -10,7 +10,8 @@ from torch import nn
 from transformer_lib.attention import MultiHeadAttention, padding_mask, subsequent_mask
 from transformer_lib.blocks import LayerNorm
 from transformer_lib.fast import (FastDropout, FastLabelSmoothing, FusedLayerNorm, FusedMultiHeadAttention,
-                                  cpu_has_bf16, matmul_peak, use_fast_path)
+                                  use_fast_path)
+from transformer_lib.runtime import cpu_has_bf16, matmul_peak
 from transformer_lib.data import Vocab
 from transformer_lib.model import make_model
 from transformer_lib.multi30k import OFFLINE_ENV

@@ -207,7 +207,8 @@ def speedrun_markdown(record: dict) -> str:
              "when the greedy validation sacreBLEU, scored after every epoch off the clock, first reached it: the "
              "mean over the seeds, with (k/n) where only k of the n seeds reached it. An entry that changes only the "
              "beam search does not train: it scores the runs of the record it builds on again, and shows their "
-             "minutes (its base's runs).", "",
+             "minutes (its base's runs). An entry trained again is its base on another machine of the same name: "
+             "the entries built on it were measured beside it.", "",
              "| entry | builds on | changes | training | validation sacreBLEU | gain | test2016 sacreBLEU | "
              + " | ".join(f"min to {g}" for g in goals) + " |",
              "|---|---|---|---|---|---|---|" + "---|" * len(goals)]
@@ -215,6 +216,7 @@ def speedrun_markdown(record: dict) -> str:
         base = next((b for b in entries if b["name"] == e["on"]), None)
         own = {k: v for k, v in e["changes"].items() if base is None or base["changes"].get(k, object()) != v}
         changed = ", ".join(f"`{k}={json.dumps(v)}`" for k, v in own.items()) or "nothing"  # as --set reads them
+        changed += " (trained again on another machine)" if e.get("again") else ""
         name = f"**{e['name']}**" if e["record"] else e["name"]
         gain = signed(e["gain"]) if "gain" in e else "-"
         minutes = f"{e['train_seconds']['mean'] / 60:.1f} min" + (" (its base's runs)" if rescored(e, entries) else "")

@@ -8,8 +8,6 @@ __all__ = [
     'FastDropout',
     'FastLabelSmoothing',
     'use_fast_path',
-    'matmul_peak',
-    'cpu_has_bf16',
     'has_bf16',
     'speed_up',
     'pack_decoder',
@@ -34,6 +32,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from transformer_lib.attention import MultiHeadAttention
 from transformer_lib.blocks import LayerNorm
+from transformer_lib.runtime import cpu_has_bf16  # reads /proc/cpuinfo: plumbing, off the reading path
 from transformer_lib.checks.core import as_device, check_instance, check_int, check_ints, check_last_dim
 from transformer_lib.checks.attention import check_attention_inputs
 from transformer_lib.checks.model import check_model_tokens
@@ -184,30 +183,6 @@ def use_fast_path(model: nn.Module, enabled: bool = True, dropout: bool = True) 
     return model
 
 
-def matmul_peak(dtype=torch.float32, size: int = 1024, repeats: int = 10, device="cpu") -> float:
-    """Measured FLOP/s of a square matrix multiplication on `device` (the best of `repeats`)."""
-    check_ints(size=size, repeats=repeats)
-    a, b = (torch.randn(size, size, device=device).to(dtype) for _ in range(2))
-    a @ b  # warm up
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        a @ b
-        if a.device.type == "cuda":
-            torch.cuda.synchronize()
-        best = min(best, time.perf_counter() - start)
-    return 2 * size ** 3 / best
-
-
-def cpu_has_bf16() -> bool:
-    """True where this CPU multiplies bfloat16 matrices in hardware (AMX or AVX512-BF16)."""
-    try:
-        flags = open("/proc/cpuinfo").read()
-    except OSError:
-        return False
-    return " amx_bf16" in flags or " avx512_bf16" in flags
-
-
 def has_bf16(device) -> bool:
     """True where `device` multiplies bfloat16 in hardware: a CPU with AMX or AVX512-BF16, a CUDA GPU of compute
     capability 8.0 or later (Ampere on; torch.cuda.is_bf16_supported() counts emulation, and says yes on a T4)."""
@@ -242,7 +217,8 @@ def pack_decoder(model, dtype) -> dict:
     """A snapshot of the weights decoding needs, cast to `dtype` once: per decoder layer the self-attention's stacked
     query/key/value projection (the query's part divided by sqrt(d_k)), its output projection, the cross-attention's
     query and stacked key/value projections, the feed-forward and the three layer norms; the target embedding
-    (times sqrt(d_model)), the positional table, the final norm and the output projection."""
+    (times sqrt(d_model)), the positional table, the final norm and the output projection. The encoder's layers
+    and final norm are packed alike, without the scale: its attention is PyTorch's fused one."""
     check_encoder_decoder(model)
     dtype = as_serving_dtype(dtype)
     real = torch.float32 if dtype == torch.int8 else dtype  # embeddings and norms: int8 keeps them in float32
@@ -255,11 +231,16 @@ def pack_decoder(model, dtype) -> dict:
                        "cross_kv": _packed(ca.w_k, ca.w_v, dtype=dtype), "cross_out": _packed(ca.w_o, dtype=dtype),
                        "ff1": _packed(ff.w_1, dtype=dtype), "ff2": _packed(ff.w_2, dtype=dtype),
                        "norms": [_norm(s.norm, real) for s in layer.sublayers]})
+    encoder = [{"qkv": _packed(e.self_attn.w_q, e.self_attn.w_k, e.self_attn.w_v, dtype=dtype),
+                "out": _packed(e.self_attn.w_o, dtype=dtype), "ff1": _packed(e.feed_forward.w_1, dtype=dtype),
+                "ff2": _packed(e.feed_forward.w_2, dtype=dtype), "norms": [_norm(s.norm, real) for s in e.sublayers]}
+               for e in model.encoder.layers]
+    final = {s: _norm(s.norm, real) if isinstance(s.norm, LayerNorm) else None for s in (model.encoder, model.decoder)}
     token, position = model.tgt_embed[0], model.tgt_embed[1]
     table = position.pe[0] if hasattr(position, "pe") else position.embedding.weight  # (max_len, d_model)
     return {"layers": layers, "norm_first": model.decoder.layers[0].sublayers[0].norm_first,
             "n_heads": model.decoder.layers[0].self_attn.n_heads,
-            "final_norm": _norm(model.decoder.norm, real) if isinstance(model.decoder.norm, LayerNorm) else None,
+            "final_norm": final[model.decoder], "encoder": encoder, "encoder_norm": final[model.encoder],
             "embedding": (token.embedding.weight * math.sqrt(token.d_model)).detach().to(real),
             "positions": table.detach().to(real), "proj": _packed(model.generator.proj, dtype=dtype)}
 
@@ -277,10 +258,10 @@ def _extend(cache: torch.Tensor, new: torch.Tensor, rows: torch.Tensor | None) -
 
 # %% notebooks/09_fast.ipynb cell 36
 class PackedDecoder:
-    """A translator ready to decode: its encoder on the fast twins, and its decoder's weights packed and cast once
-    (bfloat16 where the hardware has it, see pack_decoder), run one token at a time by `_step`. FastBeamSearch
-    searches with it. With dtype torch.int8 the decoder's matrix products run in int8 (section 9) and the rest,
-    the encoder too, in float32. Build it again after the model's weights change.
+    """A translator ready to decode: its weights packed and cast once (bfloat16 where the hardware has it, see
+    pack_decoder), the decoder run one token at a time by `_step`. FastBeamSearch searches with it. With dtype
+    torch.int8 every matrix product of the encoder and decoder runs in int8 (section 9), the rest in float32.
+    Build it again after the model's weights change.
     """
 
     def __init__(self, model, dtype=None):
@@ -291,8 +272,7 @@ class PackedDecoder:
         self.dtype = as_serving_dtype(dtype)
         self.exact = torch.promote_types(self.dtype, torch.float32)  # attention, log-probabilities, scores
         self.w = pack_decoder(model, self.dtype)
-        floats = torch.float32 if self.dtype == torch.int8 else self.dtype
-        self.encoder = use_fast_path(copy.deepcopy(nn.Sequential(model.src_embed, model.encoder)).to(floats).eval())
+        self.src_embed, self.shape_of = copy.deepcopy(model.src_embed).eval(), model.encoder  # the latter for checks
         self.vocab_size = model.generator.proj.out_features
 
     def _sublayer(self, x, norm, fn):
@@ -377,11 +357,20 @@ class FastBeamSearch(PackedDecoder):
     """
 
     def encode(self, src, src_mask):
-        """Each layer's cross-attention keys and values, (2, B, h, Ls, d_k), and the source's mask (B, 1, 1, Ls)."""
-        check_model_tokens("src", src, self.encoder[0], src_mask, self.encoder[1])
-        B, h = src.size(0), self.w["n_heads"]
-        memory = self.encoder[1](self.encoder[0](src), src_mask)  # (B, Ls, d_model)
+        """Each layer's cross-attention keys and values, (2, B, h, Ls, d_k), and the source's mask (B, 1, 1, Ls).
+        The encoder's packed layers run as the decoder's do, on every source position at once."""
+        check_model_tokens("src", src, self.src_embed, src_mask, self.shape_of)
+        (B, L), h = src.shape, self.w["n_heads"]
         mask = (src_mask if src_mask is not None else torch.ones_like(src, dtype=torch.bool)).reshape(B, 1, 1, -1)
+        x = self.src_embed(src).to(self.w["positions"].dtype)  # (B, Ls, d_model)
+        for w in self.w["encoder"]:
+            def attend(y):  # as FusedMultiHeadAttention: one projection, then PyTorch's fused attention
+                q, k, v = w["qkv"](y).view(B, L, 3, h, -1).permute(2, 0, 3, 1, 4)  # (B, h, Ls, d_k) each
+                a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, h, Ls, d_k)
+                return w["out"](a.transpose(1, 2).reshape(B, L, -1))
+            x = self._sublayer(x, w["norms"][0], attend)
+            x = self._sublayer(x, w["norms"][1], lambda y: w["ff2"](w["ff1"](y).relu_()))
+        memory = x if self.w["encoder_norm"] is None else F.layer_norm(x, x.shape[-1:], *self.w["encoder_norm"])
         kv = [w["cross_kv"](memory).to(self.exact) for w in self.w["layers"]]  # (B, Ls, 2 d_model) each
         return [x.view(B, -1, 2, h, x.size(-1) // (2 * h)).permute(2, 0, 3, 1, 4).contiguous() for x in kv], mask
 

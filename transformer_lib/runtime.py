@@ -20,7 +20,8 @@ import torch
 
 __all__ = ["BUDGETS", "BUDGET_ENV", "default_device", "torch_threads", "run_budget", "seed_everything", "world_size", "all_reduce_sum",
            "machine", "report", "share_cores", "free_threads", "busy_seconds",
-           "process_seconds", "own_cpus", "other_cores", "SHARE_ENV", "share_cores_in_command"]
+           "process_seconds", "own_cpus", "other_cores", "SHARE_ENV", "share_cores_in_command", "cpu_has_bf16",
+           "matmul_peak"]
 
 BUDGETS = ("smoke", "cpu", "full")
 BUDGET_ENV = "BOOK_BUDGET"
@@ -283,6 +284,32 @@ def share_cores_in_command() -> bool:
         raise SystemExit(f"error: ${SHARE_ENV}={os.environ[SHARE_ENV]!r}: use 1 to share the cores with other "
                          "processes (the default) or 0 to leave torch's thread count alone")
     return share_cores(value not in ("0", "off", "no", "false"), forward=True)
+
+
+def cpu_has_bf16() -> bool:
+    """True where this CPU multiplies bfloat16 matrices in hardware (AMX or AVX512-BF16)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return " amx_bf16" in flags or " avx512_bf16" in flags
+
+
+def matmul_peak(dtype=torch.float32, size: int = 1024, repeats: int = 10, device="cpu") -> float:
+    """Measured FLOP/s of a square matrix multiplication on `device` (the best of `repeats`)."""
+    from transformer_lib.checks.core import check_ints
+
+    check_ints(size=size, repeats=repeats)
+    a, b = (torch.randn(size, size, device=device).to(dtype) for _ in range(2))
+    a @ b  # warm up
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        a @ b
+        if a.device.type == "cuda":
+            torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - start)
+    return 2 * size ** 3 / best
 
 
 def machine() -> str:
