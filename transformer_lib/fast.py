@@ -19,6 +19,7 @@ __all__ = [
 ]
 
 # %% notebooks/09_fast.ipynb cell 3
+import contextlib
 import copy
 import functools
 import math
@@ -44,6 +45,13 @@ from transformer_lib.training import LabelSmoothing
 
 # %% notebooks/09_fast.ipynb cell 9
 _NOT_CUDNN = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]  # on CUDA
+
+
+def _fused_attention(q, k, v, mask=None, dropout_p: float = 0.0):
+    """F.scaled_dot_product_attention; on CUDA not cuDNN's kernel: it builds a graph for every new shape, and
+    batches come in every length."""
+    with sdpa_kernel(_NOT_CUDNN) if q.is_cuda else contextlib.nullcontext():
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
 
 
 class FusedMultiHeadAttention(MultiHeadAttention):
@@ -72,12 +80,7 @@ class FusedMultiHeadAttention(MultiHeadAttention):
             else:
                 k, v = self.w_k(key), self.w_v(value)
         q, k, v = self.split_heads(q), self.split_heads(k), self.split_heads(v)  # (B, h, L, d_k)
-        p = self.dropout.p if self.training else 0.0
-        if q.is_cuda:  # not cuDNN's kernel: it builds a graph for every new shape, and batches come in every length
-            with sdpa_kernel(_NOT_CUDNN):
-                x = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, h, Lq, d_k)
-        else:
-            x = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        x = _fused_attention(q, k, v, mask, self.dropout.p if self.training else 0.0)  # (B, h, Lq, d_k)
         self.attn = None
         return self.w_o(x.transpose(1, 2).reshape(B, Lq, d))
 
@@ -272,7 +275,7 @@ class PackedDecoder:
         self.dtype = as_serving_dtype(dtype)
         self.exact = torch.promote_types(self.dtype, torch.float32)  # attention, log-probabilities, scores
         self.w = pack_decoder(model, self.dtype)
-        self.src_embed, self.shape_of = copy.deepcopy(model.src_embed).eval(), model.encoder  # the latter for checks
+        self.src_embed, self.encoder_shapes = copy.deepcopy(model.src_embed).eval(), model.encoder  # for checks
         self.vocab_size = model.generator.proj.out_features
 
     def _sublayer(self, x, norm, fn):
@@ -359,14 +362,14 @@ class FastBeamSearch(PackedDecoder):
     def encode(self, src, src_mask):
         """Each layer's cross-attention keys and values, (2, B, h, Ls, d_k), and the source's mask (B, 1, 1, Ls).
         The encoder's packed layers run as the decoder's do, on every source position at once."""
-        check_model_tokens("src", src, self.src_embed, src_mask, self.shape_of)
+        check_model_tokens("src", src, self.src_embed, src_mask, self.encoder_shapes)
         (B, L), h = src.shape, self.w["n_heads"]
         mask = (src_mask if src_mask is not None else torch.ones_like(src, dtype=torch.bool)).reshape(B, 1, 1, -1)
         x = self.src_embed(src).to(self.w["positions"].dtype)  # (B, Ls, d_model)
         for w in self.w["encoder"]:
             def attend(y):  # as FusedMultiHeadAttention: one projection, then PyTorch's fused attention
                 q, k, v = w["qkv"](y).view(B, L, 3, h, -1).permute(2, 0, 3, 1, 4)  # (B, h, Ls, d_k) each
-                a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, h, Ls, d_k)
+                a = _fused_attention(q, k, v, mask)  # (B, h, Ls, d_k)
                 return w["out"](a.transpose(1, 2).reshape(B, L, -1))
             x = self._sublayer(x, w["norms"][0], attend)
             x = self._sublayer(x, w["norms"][1], lambda y: w["ff2"](w["ff1"](y).relu_()))

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import torch
 
+from transformer_lib.checks.core import check_ints
+
 __all__ = ["BUDGETS", "BUDGET_ENV", "default_device", "torch_threads", "run_budget", "seed_everything", "world_size", "all_reduce_sum",
            "machine", "report", "share_cores", "free_threads", "busy_seconds",
            "process_seconds", "own_cpus", "other_cores", "SHARE_ENV", "share_cores_in_command", "cpu_has_bf16",
@@ -297,8 +299,6 @@ def cpu_has_bf16() -> bool:
 
 def matmul_peak(dtype=torch.float32, size: int = 1024, repeats: int = 10, device="cpu") -> float:
     """Measured FLOP/s of a square matrix multiplication on `device` (the best of `repeats`)."""
-    from transformer_lib.checks.core import check_ints
-
     check_ints(size=size, repeats=repeats)
     a, b = (torch.randn(size, size, device=device).to(dtype) for _ in range(2))
     a @ b  # warm up
