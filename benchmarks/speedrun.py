@@ -13,7 +13,9 @@ learner types, which names the fields where the recipe differs from today's RECI
     python -m transformer_lib.train multi30k --budget cpu --seed S --set FIELD=VALUE ... --no-test
 
 in one process with a torch thread per core (two processes under torchrun measured no faster on two cores), one
-seed after the other, so that each run has the machine's cores to itself. A run stopped half-way resumes from its folder under --out, and a finished one
+seed after the other, so that each run has the machine's cores to itself. On a CPU without bfloat16 in hardware,
+`--budget cpu` starts from CPU_FLOAT32 (chapter 8's budget_recipe): an entry whose command would train another recipe
+there is refused before it trains. A run stopped half-way resumes from its folder under --out, and a finished one
 is only read back. Per seed the entry keeps:
 
 - the training seconds (validation is off the clock) and the greedy validation sacreBLEU after every epoch: the
@@ -57,7 +59,8 @@ from transformer_lib.checks.translation import DECODING_FIELDS
 from transformer_lib.comparisons import check_distinct_seeds, seed_summary, with_spread
 from transformer_lib.runtime import busy_seconds, machine, other_cores, own_cpus
 from transformer_lib.train import recipe_changes
-from transformer_lib.translation import RECIPES, Recipe, evaluate_bleu, load_checkpoint, prepare_data
+from transformer_lib.fast import has_bf16
+from transformer_lib.translation import RECIPES, Recipe, budget_recipe, evaluate_bleu, load_checkpoint, prepare_data
 
 # where the speedrun starts: chapter 8's `cpu` budget before it (two epochs of chapter 5's rate, about 22 on validation)
 BASELINE = Recipe(n_layers=3, d_model=256, d_ff=512, n_heads=8, dropout=0.1, subwords=4000, epochs=2, factor=0.5,
@@ -91,6 +94,20 @@ def command(changes: dict, seed: int, out: Path) -> list[str]:
     sets = [f"{k}={json.dumps(v)}" for k, v in wanted.items() if v != cpu[k] and k != "seed"]
     return [sys.executable, "-m", "transformer_lib.train", "multi30k", "--budget", "cpu", "--seed", str(seed), "--out", str(out),
                     "--no-test", "--quiet"] + (["--set", *sets] if sets else [])
+
+
+def check_command_trains(changes: dict, cmd: list[str]) -> None:
+    """Refuse, before training, a command that would train another recipe than the entry's on this machine: where the
+    CPU has no bfloat16 in hardware, `--budget cpu` starts from CPU_FLOAT32 (eight epochs), not RECIPES["cpu"]."""
+    bf16 = has_bf16(torch.device("cpu"))
+    start = budget_recipe("cpu", bf16).to_dict()
+    sets = recipe_changes(cmd[cmd.index("--set") + 1:]) if "--set" in cmd else {}
+    wanted = recipe_of(changes).to_dict()
+    differ = [k for k, v in {**start, **sets}.items() if v != wanted[k] and k != "seed" and (bf16 or k != "bf16")]
+    if differ:
+        raise SystemExit(f"error: on this CPU ({machine()}, no bfloat16 in hardware) `--budget cpu` starts from "
+                         f"CPU_FLOAT32, so the entry's command would train a recipe that differs in {', '.join(differ)}: "
+                         "measure it on a CPU that multiplies bfloat16 in hardware")
 
 
 def decoding_only(changes: dict, base: dict | None) -> bool:
@@ -148,6 +165,7 @@ def milestones(history: list[dict]) -> dict:
 def run_seed(changes: dict, seed: int, folder: Path) -> dict:
     """Train one seed (or read a finished run back) and score it."""
     cmd = command(changes, seed, folder)
+    check_command_trains(changes, cmd)
     print("$ " + shlex.join(cmd), flush=True)
     cpus = own_cpus()
 

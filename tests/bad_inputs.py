@@ -842,6 +842,15 @@ def _(tmp): X.wsd_rate(1, 100, 256, 1.0, 10, 1.5)
 def _(tmp): X.Recipe.from_dict({"epoch": 3})
 
 
+@case("budget_recipe(budget)", "a budget no recipe has", ValueError, "budget", "'smoke', 'cpu', 'full'", "'gpu'")
+def _(tmp): X.budget_recipe("gpu")
+
+
+@case("budget_recipe(..., bf16_hardware)", "the device instead of whether it has bfloat16", TypeError, "bf16_hardware",
+      "has_bf16")
+def _(tmp): X.budget_recipe("cpu", torch.device("cpu"))
+
+
 @case("average_checkpoints(paths)", "no paths", ValueError, "paths", "empty")
 def _(tmp): X.average_checkpoints([])
 

@@ -13,7 +13,8 @@ from transformer_lib import comparisons
 from transformer_lib.train import main as train_main, recipe_changes
 from transformer_lib.training import rate
 from transformer_lib.runs import build
-from transformer_lib.translation import RECIPES, Recipe, load_checkpoint, prepare_data, wsd_rate
+from transformer_lib.translation import (CPU_FLOAT32, RECIPES, Recipe, budget_recipe, load_checkpoint, prepare_data,
+                                         wsd_rate)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -197,6 +198,15 @@ def test_the_cpu_budget_is_the_last_record_of_the_speedrun():
     assert all(" --set " not in run["command"] for run in last["runs"])
 
 
+def test_the_float32_cpu_recipe_is_the_speedrun_entry_measured_beside_the_record():
+    """CPU_FLOAT32 is the recipe of the speedrun's entry "float32, eight epochs", built on the record trained again."""
+    speedrun = _speedrun_module()
+    entries = {e["name"]: e for e in json.loads((ROOT / "benchmarks" / "speedrun.json").read_text())["entries"]}
+    eight = entries["float32, eight epochs"]
+    assert CPU_FLOAT32 == speedrun.recipe_of(eight["changes"]) and eight["on"] == "the record, trained again"
+    assert speedrun.recipe_of(entries[eight["on"]]["changes"]) == RECIPES["cpu"] and entries[eight["on"]]["again"]
+
+
 def test_refreshed_commands_follow_a_new_cpu_budget(tmp_path, monkeypatch):
     speedrun = _speedrun_module()
     changes = {"fast": True, "epochs": 7, "cooldown": 0.3}
@@ -299,3 +309,45 @@ def test_a_comparison_from_one_seed_says_it_cannot_tell_noise():
     shown = comparisons.recipe_seeds_markdown(recipes)
     assert "The chosen recipe rests on one seed here, which cannot tell a difference from noise" in shown
     assert "scatter" not in shown
+
+
+def test_the_cpu_budget_trains_the_float32_recipe_where_the_cpu_has_no_bfloat16(tmp_path, monkeypatch):
+    """`--budget cpu` picks by the hardware: the record where the CPU multiplies bfloat16, CPU_FLOAT32 elsewhere; --set
+    and --epochs change the recipe it picked."""
+    from transformer_lib import fast, translation
+
+    assert budget_recipe("cpu", True) == RECIPES["cpu"] and budget_recipe("smoke", False) == RECIPES["smoke"]
+    assert budget_recipe("cpu", False) == CPU_FLOAT32 and not CPU_FLOAT32.bf16  # the record's other fields kept:
+    assert CPU_FLOAT32 == replace(RECIPES["cpu"], bf16=False, epochs=CPU_FLOAT32.epochs) and CPU_FLOAT32.epochs > 7
+    trained = []
+
+    def stop(recipe, *args, **kwargs):  # the recipe the command would train, caught before any data is read
+        trained.append(recipe)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(translation, "prepare_data", stop)
+    for hardware, argv, expected in [
+            (False, [], CPU_FLOAT32), (True, [], RECIPES["cpu"]),
+            (False, ["--set", "warmup=200"], replace(CPU_FLOAT32, warmup=200)),
+            (False, ["--epochs", "3"], replace(CPU_FLOAT32, epochs=3))]:
+        monkeypatch.setattr(fast, "has_bf16", lambda device, hardware=hardware: hardware)
+        with pytest.raises(SystemExit):
+            train_main(["multi30k", "--budget", "cpu", "--out", str(tmp_path / "run"), *argv])
+        assert trained.pop() == expected, (hardware, argv)
+
+
+def test_the_speedrun_refuses_a_command_that_would_train_another_recipe_on_this_cpu(monkeypatch):
+    """Without bfloat16 in hardware, `--budget cpu` starts from CPU_FLOAT32: the record's command would train eight
+    epochs, not its seven, and the speedrun says so before training; a float32 entry's command names its epochs."""
+    speedrun = _speedrun_module()
+    record = {"fast": True, "epochs": 7, "cooldown": 0.3, "max_tokens": 1500, "length_penalty": 1.4}
+    assert speedrun.recipe_of(record) == RECIPES["cpu"]
+    eight = {**record, "bf16": False, "epochs": 8}
+    for hardware in (True, False):
+        monkeypatch.setattr(speedrun, "has_bf16", lambda device, hardware=hardware: hardware)
+        speedrun.check_command_trains(eight, speedrun.command(eight, 0, Path("run")))
+        if hardware:
+            speedrun.check_command_trains(record, speedrun.command(record, 0, Path("run")))
+        else:
+            with pytest.raises(SystemExit, match="would train a recipe that differs in epochs: "):
+                speedrun.check_command_trains(record, speedrun.command(record, 0, Path("run")))

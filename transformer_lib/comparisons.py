@@ -207,8 +207,9 @@ def speedrun_markdown(record: dict) -> str:
              "when the greedy validation sacreBLEU, scored after every epoch off the clock, first reached it: the "
              "mean over the seeds, with (k/n) where only k of the n seeds reached it. An entry that changes only the "
              "beam search does not train: it scores the runs of the record it builds on again, and shows their "
-             "minutes (its base's runs). An entry trained again is its base on another machine of the same name: "
-             "the entries built on it were measured beside it.", "",
+             "minutes (its base's runs). An entry trained again is its base on another machine of the same name, "
+             "which may be slower than the record's: the entries built on it were measured beside it, and their "
+             "minutes compare with its minutes, not with the limit.", "",
              "| entry | builds on | changes | training | validation sacreBLEU | gain | test2016 sacreBLEU | "
              + " | ".join(f"min to {g}" for g in goals) + " |",
              "|---|---|---|---|---|---|---|" + "---|" * len(goals)]

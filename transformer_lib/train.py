@@ -13,14 +13,15 @@ command prints its progress and the exact-sequence accuracy on 1,000 held-out te
 shipped model (transformer_lib/pretrained/multi30k_de_en.safetensors): float16 weights, the same metadata (recipe,
 history, scores, vocabulary and merges). It refuses a checkpoint that another recipe than RECIPES["full"] made.
 
-`multi30k` trains chapter 8's German-to-English model by the recipe of a run budget, writing a checkpoint per epoch
-to --out (default runs/multi30k-BUDGET); run the same command again to resume an interrupted run. Before a fresh run
-it times a few steps of the recipe's model and forecasts the minutes of training on this machine, kept in --out as
-forecast.json (runs.forecast_run; --no-forecast skips it). --set changes any field of the recipe (e.g. --set
-warmup=200 cooldown=0.3), as dataclasses.replace would. It ends with validation and test2016 BLEU (--no-test:
-validation only; without Multi30k at hand, the offline corpus's test split, labelled as such), and the path of
-model.safetensors, which `python -m transformer_lib.translate --checkpoint PATH` uses. Under torchrun it trains with
-DistributedDataParallel, a process per device:
+`multi30k` trains chapter 8's German-to-English model by the recipe of a run budget (budget_recipe: `cpu` is the
+speedrun's record where the CPU multiplies bfloat16 in hardware, and CPU_FLOAT32, eight epochs in float32, elsewhere),
+writing a checkpoint per epoch to --out (default runs/multi30k-BUDGET); run the same command again to resume an
+interrupted run. Before a fresh run it times a few steps of the recipe's model and forecasts the minutes of training
+on this machine, kept in --out as forecast.json (runs.forecast_run; --no-forecast skips it). --set changes any field
+of the recipe (e.g. --set warmup=200 cooldown=0.3), as dataclasses.replace would. It ends with validation and test2016
+BLEU (--no-test: validation only; without Multi30k at hand, the offline corpus's test split, labelled as such), and
+the path of model.safetensors, which `python -m transformer_lib.translate --checkpoint PATH` uses. Under torchrun it
+trains with DistributedDataParallel, a process per device:
 
     torchrun --nproc_per_node=2 -m transformer_lib.train multi30k --budget full          # 2 processes (CPU: gloo)
     torchrun --nnodes=2 --node_rank=0 --master_addr=HOST --nproc_per_node=8 -m transformer_lib.train multi30k ...
@@ -125,12 +126,15 @@ def _multi30k(args: argparse.Namespace, rank: int, world: int) -> int:
     from pathlib import Path
 
     from transformer_lib.runtime import run_budget
-    from transformer_lib.fast import speed_up  # chapter 9's fast path, for a recipe with fast=True
-    from transformer_lib.translation import RECIPES, evaluate_bleu, prepare_data, train_translation
+    from transformer_lib.fast import has_bf16, speed_up  # chapter 9's fast path, for a recipe with fast=True
+    from transformer_lib.translation import budget_recipe, evaluate_bleu, prepare_data, train_translation
 
     say = print if rank == 0 else (lambda *a, **k: None)
     budget = args.budget or run_budget()
-    recipe = RECIPES[budget] if args.epochs is None else replace(RECIPES[budget], epochs=args.epochs)
+    device = torch.device(args.device) if args.device.startswith("cuda:") else _device(args.device)
+    recipe = budget_recipe(budget, has_bf16(device))  # `cpu` without bfloat16 in hardware: CPU_FLOAT32
+    if args.epochs is not None:
+        recipe = replace(recipe, epochs=args.epochs)
     for option, changes in (("set", lambda: recipe_changes(args.set or [])),
                             ("seed", lambda: {} if args.seed is None else {"seed": args.seed})):
         try:
@@ -140,7 +144,6 @@ def _multi30k(args: argparse.Namespace, rank: int, world: int) -> int:
     if args.subwords is not None:  # 0: whole words; N: chapter 6's BPE with N merges, one for both languages
         recipe = replace(recipe, subwords=args.subwords or None, shared_vocab=bool(args.subwords) or recipe.shared_vocab)
     out = Path(args.out or f"runs/multi30k-{budget}")
-    device = torch.device(args.device) if args.device.startswith("cuda:") else _device(args.device)
     data = prepare_data(recipe)
     processes = f" x {world} processes" if world > 1 else ""
     say(f"budget {budget} on {device}{processes}: {data.source}, {len(data.train):,} training pairs, "
@@ -230,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     copy.add_argument("--quiet", action="store_true", help="no progress bar")
     m30k = sub.add_parser("multi30k", help="train the German-English model of chapter 8 on Multi30k")
     m30k.add_argument("--budget", choices=["smoke", "cpu", "full"], default=None,
-                      help="which recipe (default: BOOK_BUDGET, else book.yml)")
+                      help="which recipe (default: BOOK_BUDGET, else book.yml); `cpu` without "
+                           "bfloat16 in hardware trains CPU_FLOAT32, the record in float32 with an eighth epoch")
     m30k.add_argument("--out", default=None, help="checkpoint folder (default runs/multi30k-BUDGET)")
     m30k.add_argument("--epochs", type=int, default=None, help="override the recipe's number of epochs")
     m30k.add_argument("--seed", type=int, default=None, help="the recipe's random seed (default: the recipe's, 0)")

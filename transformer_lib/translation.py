@@ -5,6 +5,8 @@
 __all__ = [
     'Recipe',
     'RECIPES',
+    'CPU_FLOAT32',
+    'budget_recipe',
     'TranslationData',
     'prepare_data',
     'save_checkpoint',
@@ -24,7 +26,7 @@ __all__ = [
 import copy
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -96,6 +98,15 @@ RECIPES = {
     # the shipped model: BPE (4,000 merges, one vocabulary, tied), 30 epochs on chapter 9's fast path (section 5)
     "full": Recipe(subwords=4000, epochs=30, factor=0.7, warmup=800, fast=True),
 }
+# `cpu` on a CPU without bfloat16 in hardware: the record in float32 takes an eighth epoch to reach 40 on test2016
+# (chapter 9's speedrun measured it beside the record, on one machine)
+CPU_FLOAT32 = replace(RECIPES["cpu"], bf16=False, epochs=8)
+
+
+def budget_recipe(budget: str, bf16_hardware: bool = True) -> Recipe:
+    """RECIPES[budget], or CPU_FLOAT32 for `cpu` where the hardware has no bfloat16 (chapter 9's has_bf16 says)."""
+    checks.check_budget_recipe(budget, RECIPES, bf16_hardware)
+    return CPU_FLOAT32 if budget == "cpu" and not bf16_hardware else RECIPES[budget]
 
 
 # %% notebooks/08_translation.ipynb cell 10

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from transformer_lib.checks.core import check_int, check_number, check_positive, check_probability, check_unicode
+from transformer_lib.checks.core import (check_instance, check_int, check_number, check_positive, check_probability,
+                                         check_unicode)
 
 __all__ = [
     "check_strings", "check_bleu_inputs", "check_carried_vocabs", "check_recipe", "check_training_run",
     "check_epoch_batches", "check_shared_vocab", "DECODING_FIELDS", "check_resumable", "check_one_source",
-    "check_training_state", "check_resume_data", "check_shipped_model",
+    "check_training_state", "check_resume_data", "check_shipped_model", "check_budget_recipe",
 ]
 
 
@@ -215,3 +216,10 @@ def check_shipped_model(path) -> None:
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: this copy of transformer_lib was installed without its data; "
                                 "reinstall it, or train a model with `python -m transformer_lib.train multi30k`")
+
+
+def check_budget_recipe(budget, recipes: dict, bf16_hardware) -> None:
+    """budget_recipe's inputs: a budget RECIPES holds, and whether the hardware multiplies bfloat16 (a bool)."""
+    if not isinstance(budget, str) or budget not in recipes:
+        raise ValueError(f"budget must be one of {', '.join(map(repr, recipes))}, got {budget!r}")
+    check_instance("bf16_hardware", bf16_hardware, bool, " (chapter 9's has_bf16(device))")
