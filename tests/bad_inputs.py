@@ -993,6 +993,15 @@ def _(tmp): F.int8_matmul(torch.ones(3, 4, dtype=torch.int8), torch.ones(5, 2, d
 def _(tmp): F.int8_linear(torch.ones(3, 2))(torch.ones(5, 4))
 
 
+@case("quantized_linear(weight)", "a weight holding nan", ValueError, "weight", "inf or nan")
+def _(tmp): F.quantized_linear(torch.tensor([[1.0, float("nan")]]))
+
+
+@case("quantized_linear(weight)(x)", "an input whose last dimension is not in_features", ValueError, "x",
+      "in_features=2")
+def _(tmp): F.quantized_linear(torch.ones(3, 2))(torch.ones(5, 4))
+
+
 @case("FastBeamSearch(model)(src, ..., beam_size)", "beam_size 0", ValueError, "beam_size")
 def _(tmp): F.FastBeamSearch(tiny_model())(ids([2, 3]), A.padding_mask(ids([2, 3]), 0), 5, 1, 2, beam_size=0)
 

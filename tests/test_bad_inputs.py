@@ -32,7 +32,7 @@ def test_every_public_module_is_audited():
         "TranslationData", "prepare_data", "TrainingRun", "PRETRAINED_FILE", "Pretrained", "pretrained_path",
         "pretrained", "ATTENTION_AXES", "CopyTaskResult", "loss_sum", "sequence_accuracy", "Encoder", "Decoder",
         "Generator", "EncoderDecoder", "build_model", "SublayerConnection",
-        "FusedLayerNorm", "FastDropout", "cpu_has_bf16", "SPACE", "initial_symbols", "merge_pair", "subword_tokenizers",
+        "FusedLayerNorm", "FastDropout", "cpu_has_bf16", "cpu_has_vnni", "SPACE", "initial_symbols", "merge_pair", "subword_tokenizers",
         "LONGEST_LEARNED",
         # the torch converters of the proofs: test_attention.py and test_blocks.py check what they refuse
         "mha_from_torch", "decoder_layer_from_torch",

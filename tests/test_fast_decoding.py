@@ -7,7 +7,8 @@ import torch
 from transformer_lib.attention import padding_mask
 from transformer_lib.data import offline_corpus
 from transformer_lib.decoding import beam_search, greedy_decode_cached, translate_tokens
-from transformer_lib.fast import FastBeamSearch, int8_linear, int8_matmul, pack_decoder, quantize_int8
+from transformer_lib.runtime import cpu_has_vnni
+from transformer_lib.fast import FastBeamSearch, int8_linear, int8_matmul, pack_decoder, quantize_int8, quantized_linear
 from transformer_lib.model import make_model
 from transformer_lib.translation import pretrained
 
@@ -159,6 +160,40 @@ def test_int8_linear_stays_within_the_bound_section_9_derives(outliers):
     assert torch.equal(int8_linear(weight)(x), int8_linear(weight, torch.zeros(48))(x))  # no bias: zeros
 
 
+@pytest.mark.parametrize("outliers", [False, True])
+def test_quantized_linear_stays_within_the_bound_with_one_scale_for_the_input(outliers):
+    torch.manual_seed(0)
+    weight, bias, x = torch.randn(48, 96) / 10, torch.randn(48), torch.randn(4, 7, 96)
+    if outliers:  # one large input: every row of the input rounds on its coarse grid
+        x[0, 0, 0], weight[:, 5] = 30.0, 2.0
+    layer = quantized_linear(weight, bias)
+    assert "packed" in layer.__code__.co_freevars  # PyTorch's kernel on this CPU, not int8_linear's steps
+    got = layer(x).double()
+    exact = x.double() @ weight.double().T + bias.double()
+    s_x = (x.max().clamp_min(0) - x.min().clamp_max(0)).double() / (255 if cpu_has_vnni() else 127)  # one scale
+    _, s_w = quantize_int8(weight)
+    bound = s_x / 2 * weight.double().abs().sum(1) + s_w.double().T / 2 * (x.double().abs() + s_x / 2).sum(-1, True)
+    error = (got - exact).abs()
+    assert got.shape == (4, 7, 48) and (error <= bound + 1e-5 * exact.abs() + 1e-6).all()
+    assert error.max() > 0.01 * bound.max()
+    if outliers:  # one scale for all rows: the rows without the outlier lose precision that int8_linear keeps
+        per_row = (int8_linear(weight, bias)(x).double() - exact).abs()
+        assert error[1:].mean() > 2 * per_row[1:].mean()
+    assert torch.equal(quantized_linear(weight)(x), quantized_linear(weight, torch.zeros(48))(x))  # no bias: zeros
+
+
+def test_quantized_linear_falls_back_to_int8_linear_without_the_kernel(monkeypatch):
+    torch.manual_seed(0)
+    weight, bias, x = torch.randn(8, 16), torch.randn(8), torch.randn(3, 16)
+
+    def refuse(*args):
+        raise RuntimeError("Didn't find engine for operation quantized::linear_prepack NoQEngine")
+    monkeypatch.setattr(torch.ops.quantized, "linear_prepack", refuse)
+    layer = quantized_linear(weight, bias)
+    assert "packed" not in layer.__code__.co_freevars
+    assert torch.equal(layer(x), int8_linear(weight, bias)(x))
+
+
 def test_int8_search_on_the_shipped_model_mostly_translates_as_float32():
     shipped = pretrained()
     src_vocab, tgt_vocab = shipped.model.vocabs
@@ -169,4 +204,5 @@ def test_int8_search_on_the_shipped_model_mostly_translates_as_float32():
         int8 = translate_tokens(shipped.model, sentences, shipped.src_tok, src_vocab, tgt_vocab, beam,
                                 search=FastBeamSearch(shipped.model, "int8"))
         assert all(int8) and sum(a == b for a, b in zip(exact, int8)) >= 0.8 * len(sentences)
-    assert FastBeamSearch(shipped.model, torch.int8).w["layers"][0]["ff1"].__name__ == "linear"  # int8, not F.linear
+    ff1 = FastBeamSearch(shipped.model, torch.int8).w["layers"][0]["ff1"]
+    assert "packed" in ff1.__code__.co_freevars  # quantized_linear on PyTorch's kernel, not F.linear

@@ -16,6 +16,7 @@ __all__ = [
     'quantize_int8',
     'int8_matmul',
     'int8_linear',
+    'quantized_linear',
 ]
 
 # %% notebooks/09_fast.ipynb cell 3
@@ -23,8 +24,7 @@ import contextlib
 import copy
 import functools
 import math
-import time
-import statistics
+import warnings
 
 import torch
 import torch.nn.functional as F
@@ -33,8 +33,8 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from transformer_lib.attention import MultiHeadAttention
 from transformer_lib.blocks import LayerNorm
-from transformer_lib.runtime import cpu_has_bf16  # reads /proc/cpuinfo: plumbing, off the reading path
-from transformer_lib.checks.core import as_device, check_instance, check_int, check_ints, check_last_dim
+from transformer_lib.runtime import cpu_has_bf16, cpu_has_vnni  # read /proc/cpuinfo: plumbing, off the reading path
+from transformer_lib.checks.core import as_device, check_instance, check_int, check_last_dim
 from transformer_lib.checks.attention import check_attention_inputs
 from transformer_lib.checks.model import check_model_tokens
 from transformer_lib.checks.training import check_encoder_decoder, check_loss_inputs, check_symbols
@@ -55,14 +55,11 @@ def _fused_attention(q, k, v, mask=None, dropout_p: float = 0.0):
 
 
 class FusedMultiHeadAttention(MultiHeadAttention):
-    """MultiHeadAttention with the same parameters, computed faster.
-
-    Self-attention projects queries, keys and values with one matrix multiplication (the three weight matrices
-    stacked), cross-attention keys and values with one; the attention itself is PyTorch's fused
-    F.scaled_dot_product_attention. It keeps no weights for plotting (`attn` stays None): switch back to the
-    readable class (use_fast_path(model, False)) to draw attention maps. On CUDA it leaves cuDNN's attention kernel
-    out, which builds a graph for every new shape of batch (benchmarks/attention_shapes.py).
-    """
+    """MultiHeadAttention with the same parameters, computed faster. Self-attention projects queries, keys and values
+    with one matrix multiplication (the three weight matrices stacked), cross-attention keys and values with one; the
+    attention itself is PyTorch's fused F.scaled_dot_product_attention (on CUDA not cuDNN's kernel, which builds a
+    graph for every new shape of batch: benchmarks/attention_shapes.py). It keeps no weights for plotting (`attn`
+    stays None): use_fast_path(model, False) switches back to the readable class to draw attention maps."""
 
     def forward(self, query, key, value, mask=None):
         check_attention_inputs(self.d_model, self.n_heads, query, key, value, mask)
@@ -96,12 +93,10 @@ class FusedLayerNorm(LayerNorm):
 
 # %% notebooks/09_fast.ipynb cell 15
 class FastDropout(nn.Dropout):
-    """Dropout whose random mask costs a fraction of nn.Dropout's on a CPU.
-
-    nn.Dropout draws one random number per element. Here one 64-bit random integer gives four 16-bit ones, and
-    an element is kept where its 16-bit number is at or above p * 65536: the drop probability is p rounded to a
-    multiple of 1/65536 (0.1 becomes 0.100006), and kept elements are scaled by 1 / (1 - that probability).
-    """
+    """Dropout whose random mask costs a fraction of nn.Dropout's on a CPU. nn.Dropout draws one random number per
+    element; here one 64-bit random integer gives four 16-bit ones, and an element is kept where its 16-bit number
+    is at or above p * 65536: the drop probability is p rounded to a multiple of 1/65536 (0.1 becomes 0.100006), and
+    kept elements are scaled by 1 / (1 - that probability)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training or self.p == 0.0:
@@ -147,13 +142,11 @@ class _SmoothedKL(torch.autograd.Function):
 
 
 class FastLabelSmoothing(LabelSmoothing):
-    """LabelSmoothing (chapter 5) without building the (tokens, vocab) target distribution.
-
-    For a real token with target y, the smoothed distribution puts 1 - s on y and s / (V - 2) on every other
-    token except padding, so KL(target || model) = C - (1 - s) log p_y - s / (V - 2) (sum_j log p_j - log p_pad -
-    log p_y), with the constant C = (1 - s) log(1 - s) + s log(s / (V - 2)). The forward pass needs one gather and
-    one sum per row, the backward pass writes the gradient once; the sums are taken in float32.
-    """
+    """LabelSmoothing (chapter 5) without building the (tokens, vocab) target distribution. For a real token with
+    target y, the smoothed distribution puts 1 - s on y and s / (V - 2) on every other token except padding, so
+    KL(target || model) = C - (1 - s) log p_y - s / (V - 2) (sum_j log p_j - log p_pad - log p_y), with the constant
+    C = (1 - s) log(1 - s) + s log(s / (V - 2)). The forward pass needs one gather and one sum per row, the backward
+    pass writes the gradient once; the sums are taken in float32."""
 
     def __init__(self, vocab_size: int, padding_idx: int, smoothing: float = 0.1, spread_over_all: bool = False):
         if spread_over_all:
@@ -172,10 +165,8 @@ _READABLE = {fast: readable for readable, fast in _FAST.items()}
 
 def use_fast_path(model: nn.Module, enabled: bool = True, dropout: bool = True) -> nn.Module:
     """Switch every attention, layer norm and (with `dropout`) dropout module of `model` to its fast twin, in place.
-
     The twins are subclasses with the same parameters and buffers, so the state dict, checkpoints and optimizer
-    are untouched; `enabled=False` switches back to the readable classes (needed for attention maps).
-    """
+    are untouched; `enabled=False` switches back to the readable classes (needed for attention maps)."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
     table = _FAST if enabled else _READABLE
@@ -205,11 +196,11 @@ def speed_up(model: nn.Module, criterion: LabelSmoothing, device) -> tuple[nn.Mo
 # %% notebooks/09_fast.ipynb cell 35
 def _packed(*linears: nn.Linear, dtype, scale: float = 1.0):
     """The stacked `linears` as one projection, x -> y (one matrix multiplication for all), the first one's weight and
-    bias multiplied by `scale`: F.linear with them cast to `dtype`, or for torch.int8 int8_linear (section 9)."""
+    bias multiplied by `scale`: F.linear with them cast to `dtype`, or for torch.int8 quantized_linear (section 9)."""
     w = torch.cat([m.weight * (scale if i == 0 else 1.0) for i, m in enumerate(linears)]).detach()
     b = torch.cat([m.bias * (scale if i == 0 else 1.0) for i, m in enumerate(linears)]).detach()
-    return int8_linear(w, b) if dtype == torch.int8 else functools.partial(F.linear, weight=w.to(dtype),
-                                                                              bias=b.to(dtype))
+    return quantized_linear(w, b) if dtype == torch.int8 else functools.partial(F.linear, weight=w.to(dtype),
+                                                                                   bias=b.to(dtype))
 
 
 def _norm(norm: nn.Module, dtype) -> tuple:
@@ -261,11 +252,9 @@ def _extend(cache: torch.Tensor, new: torch.Tensor, rows: torch.Tensor | None) -
 
 # %% notebooks/09_fast.ipynb cell 36
 class PackedDecoder:
-    """A translator ready to decode: its weights packed and cast once (bfloat16 where the hardware has it, see
-    pack_decoder), the decoder run one token at a time by `_step`. FastBeamSearch searches with it. With dtype
-    torch.int8 every matrix product of the encoder and decoder runs in int8 (section 9), the rest in float32.
-    Build it again after the model's weights change.
-    """
+    """A translator ready to decode: its weights packed and cast once (pack_decoder; bfloat16 where the hardware has
+    it), the decoder run one token at a time by `_step`. With torch.int8 every matrix product of the encoder and
+    decoder runs in int8 (section 9), the rest in float32. Build it again after the model's weights change."""
 
     def __init__(self, model, dtype=None):
         check_encoder_decoder(model)
@@ -285,11 +274,9 @@ class PackedDecoder:
         return F.layer_norm(x + fn(x), x.shape[-1:], w, b, eps)
 
     def _step(self, tokens, t, cache, pending, cross, mask, K):
-        """Logits (N, V) of the next token after `tokens` (N,) at position t.
-
-        cache[i] holds layer i's keys and values (in self.exact), whose rows `pending` (or None) are the surviving
-        beams; cross[i] the source's, (n, h, Ls, d_k).
-        """
+        """Logits (N, V) of the next token after `tokens` (N,) at position t. cache[i] holds layer i's keys and
+        values (in self.exact), whose rows `pending` (or None) are the surviving beams; cross[i] the source's,
+        (n, h, Ls, d_k)."""
         check_cache_length(t, self.w["positions"].size(0))
         h, N = self.w["n_heads"], tokens.size(0)
         x = self.w["embedding"][tokens] + self.w["positions"][t]  # (N, d_model)
@@ -351,13 +338,10 @@ def _keep_winners(best, sentence, done, ys, scores, lengths, length_penalty: flo
 
 # %% notebooks/09_fast.ipynb cell 38
 class FastBeamSearch(PackedDecoder):
-    """Chapter 7's beam_search (and, with beam_size=1, greedy decoding) for serving: the same search over a snapshot
-    of the model's weights, packed and cast once (bfloat16 where the hardware has it), in inference mode.
-
-    Call it like beam_search: search(src, src_mask, max_len, start_symbol, end_symbol, beam_size, length_penalty)
-    returns each source's best token ids; translate_tokens(..., search=FastBeamSearch(model)) uses it. In float32 it
-    finds what beam_search finds. Build it again after the model's weights change.
-    """
+    """Chapter 7's beam_search (greedy with beam_size=1) for serving, over PackedDecoder's snapshot of the weights, in
+    inference mode. Call it as beam_search: search(src, src_mask, max_len, start_symbol, end_symbol, beam_size,
+    length_penalty) gives each source's best token ids; translate_tokens(..., search=FastBeamSearch(model)) uses it.
+    In float32 it finds what beam_search finds. Build it again after the model's weights change."""
 
     def encode(self, src, src_mask):
         """Each layer's cross-attention keys and values, (2, B, h, Ls, d_k), and the source's mask (B, 1, 1, Ls).
@@ -439,4 +423,27 @@ def int8_linear(weight: torch.Tensor, bias: torch.Tensor | None = None):
         x_q, x_scale = quantize_int8(x.float())  # (..., in) int8, (..., 1)
         y = int8_matmul(x_q.reshape(-1, x.size(-1)), q_t).view(*x.shape[:-1], -1)  # (..., out), int32
         return y.float().mul_(x_scale).mul_(w_scale).add_(bias)
+    return linear
+
+
+def quantized_linear(weight: torch.Tensor, bias: torch.Tensor | None = None):
+    """int8_linear in one call of PyTorch's own kernel, where the CPU has one (fbgemm): the same int8 weights, packed
+    once; each input quantized as a whole, with a zero-point, to 8 bits where the CPU has VNNI and to 7 elsewhere
+    (as torch.ao's dynamic Linear does). On a GPU, or a CPU without the kernel, it is int8_linear."""
+    check_int8_weight(weight, bias)
+    w, n_in, seven_bits = weight.detach().float(), weight.size(1), not cpu_has_vnni()
+    try:
+        if w.device.type != "cpu":
+            raise NotImplementedError("the kernel is a CPU's")
+        with warnings.catch_warnings():  # torch 2.13 marks quantized tensors deprecated (no successor yet)
+            warnings.simplefilter("ignore", UserWarning)
+            q = torch.quantize_per_channel(w, quantize_int8(w)[1].view(-1).double(),  # int8_linear's scales
+                                           torch.zeros(len(w), dtype=torch.long), 0, torch.qint8)  # and integers
+            packed = torch.ops.quantized.linear_prepack(q, None if bias is None else bias.detach().float())
+    except (RuntimeError, NotImplementedError):  # a GPU, or no quantized engine on this CPU
+        return int8_linear(weight, bias)
+
+    def linear(x: torch.Tensor) -> torch.Tensor:
+        check_last_dim(x, n_in, "in_features")
+        return torch.ops.quantized.linear_dynamic(x.float(), packed, seven_bits)  # 7: no 16-bit overflow
     return linear

@@ -23,6 +23,7 @@ from transformer_lib.checks.core import check_ints
 __all__ = ["BUDGETS", "BUDGET_ENV", "default_device", "torch_threads", "run_budget", "seed_everything", "world_size", "all_reduce_sum",
            "machine", "report", "share_cores", "free_threads", "busy_seconds",
            "process_seconds", "own_cpus", "other_cores", "SHARE_ENV", "share_cores_in_command", "cpu_has_bf16",
+           "cpu_has_vnni",
            "matmul_peak"]
 
 BUDGETS = ("smoke", "cpu", "full")
@@ -288,13 +289,24 @@ def share_cores_in_command() -> bool:
     return share_cores(value not in ("0", "off", "no", "false"), forward=True)
 
 
+def _cpu_flags() -> str:
+    """The CPU's feature flags as Linux lists them ("" where /proc/cpuinfo cannot be read)."""
+    try:
+        return Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
 def cpu_has_bf16() -> bool:
     """True where this CPU multiplies bfloat16 matrices in hardware (AMX or AVX512-BF16)."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
+    flags = _cpu_flags()
     return " amx_bf16" in flags or " avx512_bf16" in flags
+
+
+def cpu_has_vnni() -> bool:
+    """True where this CPU adds int8 products straight into 32 bits (AVX512-VNNI), so that fbgemm's int8 kernel
+    takes full 8-bit inputs without overflowing 16 bits (chapter 9, section 9)."""
+    return " avx512_vnni" in _cpu_flags()
 
 
 def matmul_peak(dtype=torch.float32, size: int = 1024, repeats: int = 10, device="cpu") -> float:
