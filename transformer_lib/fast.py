@@ -428,8 +428,8 @@ def int8_linear(weight: torch.Tensor, bias: torch.Tensor | None = None):
 
 def quantized_linear(weight: torch.Tensor, bias: torch.Tensor | None = None):
     """int8_linear in one call of PyTorch's own kernel, where the CPU has one (fbgemm): the same int8 weights, packed
-    once; each input quantized as a whole, with a zero-point, to 8 bits where the CPU has VNNI and to 7 elsewhere
-    (as torch.ao's dynamic Linear does). On a GPU, or a CPU without the kernel, it is int8_linear."""
+    once; each input quantized as a whole, with a zero-point, to 8 bits where the CPU has VNNI and elsewhere to 7,
+    as torch.ao's dynamic Linear always does. On a GPU, or a CPU without the kernel, it is int8_linear."""
     check_int8_weight(weight, bias)
     w, n_in, seven_bits = weight.detach().float(), weight.size(1), not cpu_has_vnni()
     try:

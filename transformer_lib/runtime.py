@@ -9,6 +9,7 @@ Every chapter starts with::
 """
 from __future__ import annotations
 
+import functools
 import os
 import random
 import threading
@@ -289,8 +290,9 @@ def share_cores_in_command() -> bool:
     return share_cores(value not in ("0", "off", "no", "false"), forward=True)
 
 
+@functools.lru_cache(maxsize=1)
 def _cpu_flags() -> str:
-    """The CPU's feature flags as Linux lists them ("" where /proc/cpuinfo cannot be read)."""
+    """The CPU's feature flags as Linux lists them ("" where /proc/cpuinfo cannot be read), read once."""
     try:
         return Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
     except OSError:
