@@ -182,12 +182,13 @@ def test_quantized_linear_stays_within_the_bound_with_one_scale_for_the_input(ou
     assert torch.equal(quantized_linear(weight)(x), quantized_linear(weight, torch.zeros(48))(x))  # no bias: zeros
 
 
-def test_quantized_linear_falls_back_to_int8_linear_without_the_kernel(monkeypatch):
+@pytest.mark.parametrize("refusal", [RuntimeError, AttributeError])  # no engine here; a torch without the op
+def test_quantized_linear_falls_back_to_int8_linear_without_the_kernel(monkeypatch, refusal):
     torch.manual_seed(0)
     weight, bias, x = torch.randn(8, 16), torch.randn(8), torch.randn(3, 16)
 
     def refuse(*args):
-        raise RuntimeError("Didn't find engine for operation quantized::linear_prepack NoQEngine")
+        raise refusal("Didn't find engine for operation quantized::linear_prepack NoQEngine")
     monkeypatch.setattr(torch.ops.quantized, "linear_prepack", refuse)
     layer = quantized_linear(weight, bias)
     assert "packed" not in layer.__code__.co_freevars

@@ -440,7 +440,7 @@ def quantized_linear(weight: torch.Tensor, bias: torch.Tensor | None = None):
             q = torch.quantize_per_channel(w, quantize_int8(w)[1].view(-1).double(),  # int8_linear's scales
                                            torch.zeros(len(w), dtype=torch.long), 0, torch.qint8)  # and integers
             packed = torch.ops.quantized.linear_prepack(q, None if bias is None else bias.detach().float())
-    except (RuntimeError, NotImplementedError):  # a GPU, or no quantized engine on this CPU
+    except (RuntimeError, NotImplementedError, AttributeError):  # a GPU, no quantized engine, or a torch without it
         return int8_linear(weight, bias)
 
     def linear(x: torch.Tensor) -> torch.Tensor:
