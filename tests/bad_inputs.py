@@ -356,6 +356,27 @@ def _(tmp): T.rate(1, 512, warmup=0)
 def _(tmp): T.make_optimizer(tiny_model(), 8, warmup=0)
 
 
+@case("orthogonalize(update)", "a bias (1-D) instead of a matrix", ValueError, "update", "2-D", "(8,)")
+def _(tmp): T.orthogonalize(torch.randn(8))
+
+
+@case("orthogonalize(update, steps)", "steps 2.5", TypeError, "steps", "int")
+def _(tmp): T.orthogonalize(torch.randn(4, 4), steps=2.5)
+
+
+@case("Muon(model)", "a model that is not an EncoderDecoder", TypeError, "EncoderDecoder", "Linear")
+def _(tmp): T.Muon(nn.Linear(4, 4))
+
+
+@case("Muon(model, momentum)", "momentum 1 (the momentum would never forget)", ValueError, "momentum", "[0, 1)")
+def _(tmp): T.Muon(tiny_model(), momentum=1.0)
+
+
+@case("make_optimizer(model, d_model, muon=True)", "a model without an encoder and a decoder for Muon to take",
+      TypeError, "EncoderDecoder")
+def _(tmp): T.make_optimizer(nn.Sequential(nn.Linear(4, 4)), 8, muon=True)
+
+
 def _one_batch():
     return T.Batch(ids([2, 3, 4]), ids([1, 2, 3, 4]), 0)
 
@@ -808,6 +829,10 @@ def _(tmp): X.bleu([], [])
 
 @case("Recipe(...)", "epochs 0", ValueError, "epochs", "positive int")
 def _(tmp): X.Recipe(epochs=0)
+
+
+@case("Recipe(...)", "muon given as a string", TypeError, "muon", "True or False")
+def _(tmp): X.Recipe(muon="yes")
 
 
 @case("Recipe(...)", "d_model not divisible by n_heads", ValueError, "d_model=100", "n_heads=8")

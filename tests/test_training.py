@@ -207,3 +207,111 @@ def test_batch_rejects_float_token_ids_naming_the_argument():
         Batch(src.float(), tgt)
     with pytest.raises(TypeError, match="tgt must hold integer token ids"):
         Batch(src, tgt.bool())
+
+
+# ---- Muon (chapter 5, deeper): the layers' matrices orthogonalized, Adam for the rest
+
+def _muon_model():
+    torch.manual_seed(0)
+    return make_model(11, 11, n_layers=2, d_model=32, d_ff=48, n_heads=4, dropout=0.0)
+
+
+def _step(model, optimizers, batch):
+    for optimizer in optimizers:
+        optimizer.zero_grad()
+    loss_sum(model, batch, LabelSmoothing(11, 0, 0.1)).backward()
+    for optimizer in optimizers:
+        optimizer.step()
+
+
+@pytest.mark.parametrize("shape", [(48, 32), (32, 48), (32, 32)])
+def test_orthogonalize_sets_every_singular_value_near_one_and_keeps_the_directions(shape):
+    from transformer_lib.training import orthogonalize
+
+    torch.manual_seed(1)
+    u, _, vh = torch.linalg.svd(torch.randn(*shape), full_matrices=False)
+    s = torch.logspace(0, -2, min(shape))  # singular values from 1 down to 1/100
+    g = u @ torch.diag(s) @ vh
+    o = orthogonalize(g)
+    values = torch.linalg.svdvals(o)
+    assert o.shape == g.shape and o.dtype == g.dtype
+    assert values.min() > 0.6 and values.max() < 1.3, values  # from a spread of two orders of magnitude
+    tiny = torch.linalg.svdvals(orthogonalize(u @ torch.diag(torch.logspace(0, -5, min(shape))) @ vh))
+    assert tiny.min() < 0.1  # 1/100,000 of the largest grows, but five steps do not bring it near 1
+    cosine = (o * (u @ vh)).sum() / (o.norm() * (u @ vh).norm())
+    assert cosine > 0.95  # close to U V^T, the exact orthogonal factor
+    assert torch.linalg.svdvals(orthogonalize(g, steps=0)).max() <= 1.0 + 1e-2  # divided by its norm first
+
+
+def test_muon_takes_the_layers_matrices_and_leaves_the_rest_to_adam():
+    from transformer_lib.training import Muon
+
+    model = _muon_model()
+    matrices, rest = (group["params"] for group in Muon(model).param_groups)
+    layer_matrices = [p for part in (model.encoder, model.decoder) for p in part.parameters() if p.ndim == 2]
+    assert {id(p) for p in matrices} == {id(p) for p in layer_matrices} and len(matrices) == 2 * 6 + 2 * 10
+    assert all(p.ndim == 1 or p.size(0) == 11 for p in rest)  # norms, biases, the tied embedding and generator
+    assert len(matrices) + len(rest) == len(list(model.parameters()))
+
+
+def test_muon_steps_as_pytorchs_muon_and_adam_do():
+    import copy
+
+    from transformer_lib.training import Muon
+
+    model = _muon_model()
+    twin = copy.deepcopy(model)
+    ours = Muon(model)
+    position = {id(p): i for i, p in enumerate(model.parameters())}
+    twin_params = list(twin.parameters())
+    matrices, others = ([twin_params[position[id(p)]] for p in g["params"]] for g in ours.param_groups)
+    theirs = [torch.optim.Muon(matrices, lr=2e-3, weight_decay=0.0, adjust_lr_fn="match_rms_adamw"),
+              torch.optim.Adam(others, lr=2e-3, betas=(0.9, 0.98), eps=1e-9)]
+    for group in ours.param_groups:
+        group["lr"] = 2e-3
+    start = [p.detach().clone() for p in model.parameters()]
+    batch = copy_task_batch(8, 6, 11, torch.Generator().manual_seed(3))
+    for _ in range(4):
+        _step(model, [ours], batch)
+        _step(twin, theirs, batch)
+    for a, b, s in zip(model.parameters(), twin.parameters(), start):
+        assert not torch.equal(a, s)  # every tensor moved
+        torch.testing.assert_close(a, b, rtol=0, atol=2e-6)
+
+
+def test_a_muon_run_resumes_from_its_saved_state_exactly(tmp_path):
+    from transformer_lib.files import read_training_state, restore_training_state, save_training_state
+
+    batch = copy_task_batch(8, 6, 11, torch.Generator().manual_seed(4))
+    model = _muon_model()
+    optimizer, scheduler = make_optimizer(model, 32, factor=1.0, warmup=10, muon=True)
+    for _ in range(3):
+        _step(model, [optimizer], batch)
+        scheduler.step()
+    path = save_training_state(tmp_path / "state.safetensors", model, optimizer, scheduler, epoch=1)
+    resumed = _muon_model()
+    resumed_optimizer, resumed_scheduler = make_optimizer(resumed, 32, factor=1.0, warmup=10, muon=True)
+    restore_training_state(*read_training_state(path), resumed, resumed_optimizer, resumed_scheduler)
+    for m, o, s in ((model, optimizer, scheduler), (resumed, resumed_optimizer, resumed_scheduler)):
+        _step(m, [o], batch)
+        s.step()
+    assert [g["lr"] for g in optimizer.param_groups] == [g["lr"] for g in resumed_optimizer.param_groups]
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(rate(5, 32, 1.0, 10))  # both groups follow the schedule
+    for a, b in zip(model.parameters(), resumed.parameters()):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+def test_a_recipe_asks_for_muon():
+    from transformer_lib import runs
+    from transformer_lib.training import Muon
+    from transformer_lib.translation import Recipe
+
+    from transformer_lib.data import Vocab
+
+    class Data:  # what build reads of chapter 8's TranslationData
+        src_vocab = tgt_vocab = Vocab.build([["ein", "hund", "a", "dog"]], min_freq=1)
+        train = [([4, 5], [1, 6, 7, 2])] * 4
+
+    recipe = Recipe(n_layers=1, d_model=16, d_ff=32, n_heads=2, muon=True)
+    assert isinstance(runs.build(recipe, Data, "cpu")[2], Muon)
+    assert type(runs.build(Recipe(n_layers=1, d_model=16, d_ff=32, n_heads=2), Data, "cpu")[2]) is torch.optim.Adam

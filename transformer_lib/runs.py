@@ -110,8 +110,8 @@ def build(recipe, data, device, speedup=None, world: int = 1, cooled_rate: Calla
     if recipe.fast:  # e.g. chapter 9's speed_up: fused twins (the same parameters), bfloat16 where the hardware has it
         model, criterion, bf16 = speedup(model, criterion, device)
         bf16 = bf16 and recipe.bf16  # bf16=False: float32 on any hardware
-    optimizer, scheduler = make_optimizer(model, recipe.d_model, recipe.factor, recipe.warmup)
-    if recipe.cooldown:  # the same Adam, and a rate that knows where the run ends
+    optimizer, scheduler = make_optimizer(model, recipe.d_model, recipe.factor, recipe.warmup, recipe.muon)
+    if recipe.cooldown:  # the same optimizer, and a rate that knows where the run ends
         total = recipe.epochs * (len(bucket_batches(data.train, recipe.max_tokens, pad)) // (world * recipe.accum_steps))
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: cooled_rate(
             i + 1, total, recipe.d_model, recipe.factor, recipe.warmup, recipe.cooldown))

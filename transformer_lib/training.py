@@ -16,6 +16,9 @@ __all__ = [
     'sequence_accuracy',
     'CopyTaskResult',
     'train_copy_task',
+    'NEWTON_SCHULZ',
+    'orthogonalize',
+    'Muon',
 ]
 
 # %% notebooks/05_training.ipynb cell 3
@@ -32,7 +35,8 @@ from tqdm import tqdm
 from transformer_lib.attention import padding_mask, subsequent_mask
 from transformer_lib.checks.core import check_ints
 from transformer_lib.checks.training import (check_batch, check_copy_task, check_decoding, check_label_smoothing,
-                                             check_loss_inputs, check_rate, check_training_batch, check_training_options)
+                                             check_loss_inputs, check_muon, check_orthogonalize, check_rate,
+                                             check_training_batch, check_training_options)
 from transformer_lib.model import EncoderDecoder, make_model
 
 
@@ -122,13 +126,14 @@ def rate(step: int, d_model: int, factor: float = 1.0, warmup: int = 4000) -> fl
     return factor * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
 
-def make_optimizer(model: nn.Module, d_model: int, factor: float = 1.0, warmup: int = 4000):
+def make_optimizer(model: nn.Module, d_model: int, factor: float = 1.0, warmup: int = 4000, muon: bool = False):
     """Adam with the paper's betas and eps (section 5.3) and a LambdaLR following rate(); returns both.
+    muon=True: Muon (below) for the layers' matrices of an EncoderDecoder, the same Adam for the rest.
 
     Call scheduler.step() once per optimizer step.
     """
     rate(1, d_model, factor, warmup)  # a bad d_model, factor or warmup fails here, not at the first step
-    optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)  # lr scaled by the schedule
+    optimizer = Muon(model) if muon else torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: rate(i + 1, d_model, factor, warmup))
     return optimizer, scheduler
 
@@ -309,3 +314,58 @@ def train_copy_task(max_steps: int = 2000, seed: int = 0, device=None, batch_siz
     result.test_accuracy = sequence_accuracy(model, test)
     result.seconds = time.perf_counter() - start
     return result
+
+
+# %% notebooks/05_training.ipynb cell 42
+NEWTON_SCHULZ = (3.4445, -4.7750, 2.0315)  # a x + b x^3 + c x^5: steep at 0, so small singular values grow fast
+
+
+def orthogonalize(update: torch.Tensor, steps: int = 5) -> torch.Tensor:
+    """About A @ B.T for update = A @ diag(s) @ B.T, the singular vectors kept: five steps move every singular value
+    above about 1/300 of the largest into roughly [0.7, 1.2]. Dividing by the Frobenius norm puts them all at
+    most 1; each step maps each singular value x to a x + b x^3 + c x^5. In bfloat16, with torch.optim.Muon's ops."""
+    check_orthogonalize(update, steps)
+    a, b, c = NEWTON_SCHULZ
+    x = update.bfloat16()
+    tall = x.size(0) > x.size(1)
+    x = x.T if tall else x  # x @ x.T is then the smaller of the two Gram matrices
+    x = x / x.norm().clamp(min=1e-7)
+    for _ in range(steps):
+        gram = x @ x.T
+        x = torch.addmm(x, torch.addmm(gram, gram, gram, beta=b, alpha=c), x, beta=a)  # a x + (b gram + c gram^2) x
+    return (x.T if tall else x).to(update.dtype)
+
+
+class Muon(torch.optim.Optimizer):
+    """Muon for the matrices of the encoder's and decoder's layers, Adam (the paper's betas and eps) for the rest.
+
+    Muon: a momentum, orthogonalized, times 0.2 * sqrt(max(rows, cols)) times the rate, so both follow one schedule.
+    The same steps as torch.optim.Muon(nesterov=True, weight_decay=0, adjust_lr_fn="match_rms_adamw") on the
+    matrices and torch.optim.Adam on the rest; the state dict is one optimizer's, so checkpoints resume as Adam's do."""
+
+    def __init__(self, model: EncoderDecoder, momentum: float = 0.95, betas=(0.9, 0.98), eps: float = 1e-9):
+        check_muon(model, momentum)
+        layers = {id(p) for part in (model.encoder, model.decoder) for p in part.parameters() if p.ndim == 2}
+        params = list(model.parameters())
+        super().__init__([dict(params=[p for p in params if id(p) in layers], muon=True),
+                          dict(params=[p for p in params if id(p) not in layers], muon=False)],
+                         dict(lr=1.0, momentum=momentum, betas=betas, eps=eps))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            for p in (p for p in group["params"] if p.grad is not None):
+                (self._muon if group["muon"] else self._adam)(p, p.grad, self.state[p], group)
+
+    @staticmethod
+    def _muon(p, grad, state, group):
+        momentum = state.setdefault("momentum", torch.zeros_like(p)).lerp_(grad, 1 - group["momentum"])
+        p.add_(orthogonalize(grad.lerp(momentum, group["momentum"])), alpha=-group["lr"] * 0.2 * max(p.shape) ** 0.5)
+
+    @staticmethod
+    def _adam(p, grad, state, group):
+        (beta1, beta2), t = group["betas"], state.setdefault("step", torch.zeros(())).add_(1).item()
+        m = state.setdefault("exp_avg", torch.zeros_like(p)).lerp_(grad, 1 - beta1)
+        v = state.setdefault("exp_avg_sq", torch.zeros_like(p)).mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        denom = (v.sqrt() / (1 - beta2**t) ** 0.5).add_(group["eps"])
+        p.addcdiv_(m, denom, value=-group["lr"] / (1 - beta1**t))

@@ -73,6 +73,7 @@ class Recipe(JsonFile):
     cooldown: float | None = None  # None: chapter 5's rate; c: warmup-stable-decay, to zero over the last share c of steps
     smoothing: float = 0.1
     clip_norm: float | None = 1.0
+    muon: bool = False  # chapter 5's Muon for the layers' matrices, Adam for the rest; False: Adam for all
     accum_steps: int = 1  # batches per optimizer step (per process, under DistributedDataParallel)
     seed: int = 0
     fast: bool = False  # chapter 9's fast path: fused kernels, and bfloat16 autocast where the hardware has it

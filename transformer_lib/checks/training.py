@@ -12,7 +12,8 @@ from transformer_lib.checks.core import check_int, check_ints, check_positive, c
 
 __all__ = [
     "check_batch", "check_label_smoothing", "check_loss_inputs", "check_rate", "check_training_options",
-    "check_training_batch", "check_decoding", "check_encoder_decoder", "check_symbols", "check_copy_task",
+    "check_training_batch", "check_decoding", "check_encoder_decoder", "check_symbols", "check_copy_task", "check_muon",
+    "check_orthogonalize",
 ]
 
 
@@ -80,6 +81,21 @@ def check_encoder_decoder(model) -> None:
 
     if not isinstance(model, EncoderDecoder):
         raise TypeError(f"model must be an EncoderDecoder (make_model, chapter 4), got {type(model).__name__}")
+
+
+def check_muon(model, momentum) -> None:
+    """Muon's model (an EncoderDecoder: it takes the matrices of the encoder's and decoder's layers) and momentum."""
+    check_encoder_decoder(model)
+    if isinstance(momentum, bool) or not isinstance(momentum, (int, float)) or not 0 <= momentum < 1:
+        raise ValueError(f"momentum must be a number in [0, 1), got {momentum!r}")
+
+
+def check_orthogonalize(update, steps) -> None:
+    """orthogonalize's update (a 2-D floating-point tensor: a weight matrix's) and its number of steps (0 or more)."""
+    if not isinstance(update, torch.Tensor) or update.ndim != 2 or not update.is_floating_point():
+        shape = tuple(update.shape) if isinstance(update, torch.Tensor) else type(update).__name__
+        raise ValueError(f"update must be a 2-D floating-point tensor (a weight matrix's update), got {shape}")
+    check_int("steps", steps, low=0)
 
 
 def check_symbols(vocab: int, **symbols) -> None:

@@ -60,7 +60,7 @@ def check_recipe(r) -> None:
         raise ValueError(f"seed must be in [0, 2**32), got {r.seed}")
     if r.d_model % r.n_heads:
         raise ValueError(f"d_model={r.d_model} is not divisible by n_heads={r.n_heads}")
-    for name in ("norm_first", "shared_vocab", "lower", "fast", "bf16"):
+    for name in ("norm_first", "shared_vocab", "lower", "fast", "bf16", "muon"):
         if not isinstance(getattr(r, name), bool):
             raise TypeError(f"{name} must be True or False, got {type(getattr(r, name)).__name__} {getattr(r, name)!r}")
     check_probability("dropout", r.dropout)
