@@ -352,7 +352,7 @@ class Muon(torch.optim.Optimizer):
                          dict(lr=1.0, momentum=momentum, betas=betas, eps=eps))
 
     @torch.no_grad()
-    def step(self, closure=None):
+    def step(self):
         for group in self.param_groups:
             for p in (p for p in group["params"] if p.grad is not None):
                 (self._muon if group["muon"] else self._adam)(p, p.grad, self.state[p], group)
