@@ -27,9 +27,9 @@ GOAL = 40.0  # the speedrun's goal (chapter 9), here on greedy validation after 
 _NUMBER = r"(\d+(?:\.\d+)?)"
 EPOCH = re.compile(rf"epoch (\d+), step (\d+), seconds {_NUMBER}, train_loss {_NUMBER}, val_loss {_NUMBER}, "
                    rf"val_bleu {_NUMBER}, val_sacrebleu {_NUMBER}")
-BEAM = re.compile(rf"validation, beam (\d+), (last|average of \d+): sacreBLEU {_NUMBER}")
-TEST = re.compile(rf"kept: (last|average); test2016 \([\d,]+ pairs\), beam (\d+): sacreBLEU {_NUMBER} .*"
-                  rf"tokenized lowercased BLEU {_NUMBER}")
+BEAM = re.compile(rf"validation, beam (\d+), (last|average of \d+|moving average): sacreBLEU {_NUMBER}")
+TEST = re.compile(rf"kept: (last|average of \d+|moving average); test2016 \([\d,]+ pairs\), beam (\d+): "
+                  rf"sacreBLEU {_NUMBER} .*tokenized lowercased BLEU {_NUMBER}")
 
 
 def read_log(text: str, source: str = "the log") -> dict:
@@ -49,7 +49,8 @@ def read_log(text: str, source: str = "the log") -> dict:
     if not epochs or test is None:
         raise ValueError(f"{source}: no {'epoch' if not epochs else 'test2016'} line of `train multi30k` found; "
                          "give the whole output of a finished run (without --no-test)")
-    beams = {kind.split()[0]: float(score) for _, kind, score in BEAM.findall(text)}
+    beams = {"average" if kind.startswith("average of") else kind: float(score)  # last, average, moving average
+             for _, kind, score in BEAM.findall(text)}
     reached = next((e for e in epochs if e["val_sacrebleu_greedy"] >= GOAL), None)
     return {"epochs": epochs, "training_seconds": epochs[-1]["seconds"],
             "greedy_validation_40": None if reached is None else {k: reached[k] for k in ("epoch", "seconds")},

@@ -74,7 +74,7 @@ MIN_SEEDS = 3  # the fewest seeds a record rests on
 # Recipe fields that leave the work of an epoch as it was (its batches, its model, its path): an entry changing only
 # these trains an epoch about as fast as its base on the same machine, and PACE_LIMIT times slower means another one.
 SAME_WORK = {"seed", "epochs", "warmup", "factor", "cooldown", "smoothing", "dropout", "clip_norm", "beam_size",
-             "length_penalty", "average_last"}
+             "length_penalty", "average_last", "ema", "short_first"}  # ema: one small average a step
 PACE_LIMIT = 1.5
 PACE_MIN_SECONDS = 10.0  # shorter epochs (tiny test recipes) vary too much from run to run to compare
 

@@ -855,6 +855,10 @@ def _(tmp): X.Recipe(bpe_dropout=0.1)
 def _(tmp): X.Recipe(cooldown=0.0)
 
 
+@case("Recipe(...)", "ema 1: an average that never moves from its start", ValueError, "ema", "(0, 1)")
+def _(tmp): X.Recipe(ema=1.0)
+
+
 @case("wsd_rate(step, total, ...)", "step 0 (steps count from 1)", ValueError, "step", "positive int")
 def _(tmp): X.wsd_rate(0, 100, 256, 1.0, 10, 0.3)
 

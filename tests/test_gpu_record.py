@@ -42,6 +42,14 @@ def test_a_runs_output_gives_its_epochs_the_first_to_reach_40_and_its_scores():
     assert _gpu_module().read_log(_log(greedy=(10.0, 39.99)))["greedy_validation_40"] is None
 
 
+@pytest.mark.parametrize("kept", ["average of 5", "moving average"])
+def test_a_run_that_kept_an_average_is_read_too(kept):
+    moving = "average of 5: sacreBLEU 42.41\nvalidation, beam 5, moving average: sacreBLEU 42.50"
+    text = _log().replace("kept: last;", f"kept: {kept};").replace("average of 5: sacreBLEU 42.41", moving)
+    read = _gpu_module().read_log(text)
+    assert read["kept"] == kept and read["validation_beam"] == {"last": 42.78, "average": 42.41, "moving average": 42.5}
+
+
 @pytest.mark.parametrize("text, message", [
     (_log(test=False), r"my.log: no test2016 line"),
     ("nothing here\n", r"my.log: no epoch line"),

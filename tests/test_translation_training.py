@@ -12,6 +12,7 @@ import torch
 
 import transformer_lib.data as D
 import transformer_lib.translation as tr
+from transformer_lib import runs
 from transformer_lib import train as train_cli
 from transformer_lib import translate as translate_cli
 from transformer_lib.attention import padding_mask
@@ -56,7 +57,8 @@ def test_every_budget_has_a_recipe():
 
 
 @pytest.mark.parametrize("field, value", [("d_model", 0), ("epochs", -1), ("beam_size", 1.5), ("train_pairs", 0),
-                                          ("dropout", 1.0), ("smoothing", -0.1), ("fast", "yes")])
+                                          ("dropout", 1.0), ("smoothing", -0.1), ("fast", "yes"),
+                                          ("ema", 0.0), ("ema", "0.99"), ("short_first", -1)])
 def test_recipe_rejects_bad_values_naming_the_field(field, value):
     with pytest.raises((ValueError, TypeError), match=field):
         replace(TINY, **{field: value})
@@ -117,6 +119,58 @@ def test_a_resumed_run_ends_exactly_where_an_uninterrupted_one_does(data, finish
            [{k: v for k, v in h.items() if k != "seconds"} for h in finished_run.history]
     for a, b in zip(resumed.model.state_dict().values(), finished_run.model.state_dict().values()):
         assert torch.equal(a, b)
+
+
+def test_short_first_epochs_take_their_batches_shortest_first_and_the_rest_shuffled(data):
+    def lengths(recipe, epoch):
+        return [b.tgt_in.shape[1] for b in runs.epoch_batches(recipe, data, epoch, 0, 1, "cpu")]
+
+    curriculum = replace(TINY, short_first=1)
+    assert lengths(curriculum, 1) == sorted(lengths(curriculum, 1))
+    assert lengths(curriculum, 2) == lengths(TINY, 2) != sorted(lengths(TINY, 2))  # epoch 2 shuffled as before
+    assert lengths(TINY, 1) != sorted(lengths(TINY, 1))
+
+
+def test_the_moving_average_follows_every_optimizer_step():
+    model = torch.nn.Linear(3, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    average = runs.moving_average(replace(TINY, ema=0.75), model, optimizer)
+    by_hand = None
+    for _ in range(4):
+        optimizer.zero_grad()
+        model(torch.randn(5, 3)).square().sum().backward()
+        optimizer.step()
+        now = [p.detach().clone() for p in model.parameters()]
+        by_hand = now if by_hand is None else [0.75 * a + 0.25 * w for a, w in zip(by_hand, now)]
+    for a, b in zip(average.module.parameters(), by_hand):
+        torch.testing.assert_close(a, b)
+    assert not torch.equal(average.module.weight, model.weight)  # an average, not a copy of the last step
+    assert runs.moving_average(TINY, model, optimizer) is None  # no ema: no average
+
+
+def test_a_moving_average_is_kept_scored_and_resumed_exactly(data, tmp_path):
+    recipe = replace(TINY, ema=0.9)
+    whole = train_translation(recipe, tmp_path / "whole", data=data, progress=False, log=quiet, device="cpu")
+    names = sorted(p.name for p in (tmp_path / "whole").iterdir())
+    assert names == ["ema_002.safetensors", "epoch_001.safetensors", "epoch_002.safetensors", "model.safetensors",
+                     "state.safetensors"]
+    assert {"last", "average of 2", "moving average"} < whole.scores.keys()
+    train_translation(replace(recipe, epochs=1), tmp_path / "resumed", data=data, progress=False, log=quiet,
+                      device="cpu")
+    resumed = train_translation(recipe, tmp_path / "resumed", data=data, progress=False, log=quiet, device="cpu")
+    assert resumed.scores == whole.scores
+    ours, theirs = (load_checkpoint(tmp_path / f / "ema_002.safetensors")[0] for f in ("resumed", "whole"))
+    last = load_checkpoint(tmp_path / "whole" / "epoch_002.safetensors")[0]
+    assert all(torch.equal(a, b) for a, b in zip(ours.state_dict().values(), theirs.state_dict().values()))
+    assert not all(torch.equal(a, b) for a, b in zip(ours.state_dict().values(), last.state_dict().values()))
+
+
+def test_resuming_without_the_moving_average_names_the_missing_file(data, tmp_path):
+    recipe = replace(TINY, ema=0.9)
+    train_translation(replace(recipe, epochs=1), tmp_path, data=data, progress=False, log=quiet, device="cpu")
+    (tmp_path / "ema_001.safetensors").unlink()
+    with pytest.raises(ValueError, match="ema_001.safetensors is missing"):
+        train_translation(recipe, tmp_path, data=data, progress=False, log=quiet, device="cpu")
 
 
 @pytest.mark.parametrize("bf16", [False, True])

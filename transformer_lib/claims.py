@@ -111,7 +111,7 @@ def _recipe_sentence(info: dict) -> str:
              if r.get("subwords") else "whole words, one vocabulary per language")
     kept, others = scores["kept"], [name for name in scores if name not in ("kept", scores["kept"])]
     label = {name: "last epoch" if name == "last" else name.replace("average of", "average of the last") + " epochs"
-             for name in scores if name != "kept"}
+             if name.startswith("average of") else name + " of the weights" for name in scores if name != "kept"}
     choice = "".join(f" over the {label[name]} ({scores[name]['tokenized']:.2f})" for name in others)
     norm = "pre-norm" if r.get("norm_first", True) else "post-norm"
     return (f"The recipe: {r['n_layers']}+{r['n_layers']} {norm} layers, d_model {r['d_model']}, d_ff {r['d_ff']}, "

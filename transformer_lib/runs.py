@@ -10,8 +10,8 @@ Chapter 8's `train_translation` is the loop; this module keeps the machinery out
   epoch's number, and the training state (weights, Adam's moments, the schedule, the random state) is saved after
   every epoch, so a stopped run continues after its last finished epoch and ends with the same weights;
 - **files**: every checkpoint and training state is written atomically (`transformer_lib.files`), the run folder is
-  locked against a second training, and at the end the better of the last epoch and the average of the last ones
-  becomes `model.safetensors`.
+  locked against a second training, and at the end the best of the last epoch, the average of the last ones and a
+  recipe's moving average (`moving_average`) becomes `model.safetensors`.
 
 It imports nothing from chapter 8: `train_translation` hands it the chapter's own functions (`Tools`).
 """
@@ -118,6 +118,23 @@ def build(recipe, data, device, speedup=None, world: int = 1, cooled_rate: Calla
     return model, criterion, optimizer, scheduler, bf16
 
 
+def moving_average(recipe, model, optimizer):
+    """None, or for a recipe with `ema`: PyTorch's AveragedModel of `model`, an exponential moving average of its
+    weights (average = ema * average + (1 - ema) * weights) that every step of `optimizer` updates."""
+    if recipe.ema is None:
+        return None
+    from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+
+    average = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(recipe.ema), use_buffers=True)
+    optimizer.register_step_post_hook(lambda *_: average.update_parameters(model))
+    return average
+
+
+def ema_path(out_dir: Path, epoch: int) -> Path:
+    """Where a run keeps its moving average after `epoch`."""
+    return Path(out_dir) / f"ema_{epoch:03d}.safetensors"
+
+
 def validation_batches(recipe, data, device) -> list:
     """The validation pairs as batches on `device`, in a fixed order."""
     examples = encode_pairs(data.val, data.src_tok, data.tgt_tok, data.src_vocab, data.tgt_vocab)
@@ -125,13 +142,14 @@ def validation_batches(recipe, data, device) -> list:
 
 
 def epoch_batches(recipe, data, epoch: int, rank: int, world: int, device) -> list:
-    """This process's share of the epoch's shuffled buckets, the same number for every process. The batches, the
-    dropout masks and a BPE-dropout cut depend only on the recipe's seed and the epoch: what lets a resumed run
-    repeat exactly what the interrupted one would have done."""
+    """This process's share of the epoch's buckets (shuffled, or shortest first in the first `short_first` epochs),
+    the same number for every process. The batches, the dropout masks and a BPE-dropout cut depend only on the
+    recipe's seed and the epoch: what lets a resumed run repeat exactly what the interrupted one would have done."""
     torch.manual_seed(recipe.seed * 100_003 + epoch * 1_009 + rank)  # dropout: per epoch and process
     examples = data.train if not recipe.bpe_dropout else encode_pairs(  # BPE-dropout: this epoch's own cut
         data.train_text, data.src_tok, data.tgt_tok, data.src_vocab, data.tgt_vocab, recipe.bpe_dropout, recipe.seed + epoch)
-    batches = bucket_batches(examples, recipe.max_tokens, data.tgt_vocab.pad_idx, seed=recipe.seed + epoch)
+    batches = bucket_batches(examples, recipe.max_tokens, data.tgt_vocab.pad_idx, seed=recipe.seed + epoch,
+                             shuffle=epoch > recipe.short_first)  # the first short_first epochs: shortest first
     per_step = world * recipe.accum_steps  # every process takes the same number of steps
     checks.check_epoch_batches(len(batches), recipe.accum_steps, world)  # at least one step
     return [b.to(device) for b in batches[: len(batches) // per_step * per_step][rank::world]]
@@ -157,6 +175,7 @@ def forecast(recipe, data, device, speedup=None, steps: int = 8) -> dict:
     checks.check_forecast_steps(steps)
     checks.check_speedup(recipe, speedup)
     model, criterion, optimizer, _, bf16 = build(recipe, data, device, speedup, cooled_rate=lambda *_: 1.0)  # any rate
+    moving_average(recipe, model, optimizer)  # a recipe's moving average costs its steps time too
     batches = epoch_batches(recipe, data, 1, 0, 1, device)
     size = [b.src.numel() + b.tgt_in.numel() for b in batches]  # padded tokens, both sides
     picked = [batches[i * len(batches) // (steps + 2)] for i in range(steps + 2)]
@@ -226,10 +245,11 @@ def forecast_run(out_dir, recipe, data, device, speedup=None, steps: int = 8) ->
 # ---- resuming, and the files of each epoch
 
 
-def resume(out_dir: Path, recipe, data, model, optimizer, scheduler, log) -> tuple[int, list, float]:
-    """Restore the state written after the last finished epoch, if the folder has one; returns (epoch, history,
-    seconds), (0, [], 0.0) for a fresh run. The state must come from the same recipe (the number of epochs and the
-    beam search may differ) and data with the same vocabularies; all is checked before any step."""
+def resume(out_dir: Path, recipe, data, model, optimizer, scheduler, log, average=None) -> tuple[int, list, float]:
+    """Restore the state written after the last finished epoch, if the folder has one, and the moving average
+    (`average`, moving_average's) kept after that epoch; returns (epoch, history, seconds), (0, [], 0.0) for a fresh
+    run. The state must come from the same recipe (the number of epochs and the beam search may differ) and data
+    with the same vocabularies; all is checked before any step."""
     path = Path(out_dir) / "state.safetensors"
     if not path.exists():
         return 0, [], 0.0
@@ -238,15 +258,20 @@ def resume(out_dir: Path, recipe, data, model, optimizer, scheduler, log) -> tup
     checks.check_resumable(path, type(recipe).from_dict(info["recipe"]).to_dict(), recipe.to_dict())
     checks.check_resume_data(path, info, tensors, model, data.src_vocab, data.tgt_vocab)  # same vocabularies
     check_run_length(path.parent, info["epoch"], recipe.epochs)  # fewer epochs would rewrite its record untruly
+    if average is not None:  # checked before anything is restored
+        kept = checks.check_kept_average(ema_path(out_dir, info["epoch"]), load_checkpoint)
     restore_training_state(tensors, info, model, optimizer, scheduler)
+    if average is not None:
+        average.module.load_state_dict(kept.state_dict())
+        average.n_averaged.fill_(scheduler.last_epoch)  # the steps it has seen: more than 0, so the next one averages
     log(f"resuming {out_dir} after epoch {info['epoch']} ({info['seconds']:.0f}s of training so far)")
     return info["epoch"], info["history"], info["seconds"]
 
 
 def save_epoch(out_dir: Path, recipe, data, model, optimizer, scheduler, history: list, log, tools: Tools,
-               epoch: int, seconds: float, train_loss: float, val_loss: float) -> None:
-    """Score (greedy BLEU, every bleu_every epochs), log, and write the epoch's checkpoint and the training state;
-    remove the checkpoint that averaging will no longer need."""
+               epoch: int, seconds: float, train_loss: float, val_loss: float, average=None) -> None:
+    """Score (greedy BLEU, every bleu_every epochs), log, and write the epoch's checkpoint, the moving average (if
+    `average`) and the training state; remove the checkpoints that averaging and resuming will no longer need."""
     entry = {"epoch": epoch, "step": scheduler.last_epoch, "seconds": round(seconds, 1),
              "train_loss": round(train_loss, 4), "val_loss": round(val_loss, 4)}
     if epoch % recipe.bleu_every == 0 or epoch == recipe.epochs:
@@ -257,23 +282,37 @@ def save_epoch(out_dir: Path, recipe, data, model, optimizer, scheduler, history
     log(", ".join(f"{k} {v}" for k, v in entry.items()))
     tools.save(out_dir / f"epoch_{epoch:03d}.safetensors", model, data.src_vocab, data.tgt_vocab,
                tokenizers=(data.src_tok, data.tgt_tok), lower=recipe.lower, **entry)
+    if average is not None:  # before the state: a state always finds the average of its epoch
+        tools.save(ema_path(out_dir, epoch), average.module, data.src_vocab, data.tgt_vocab,
+                   tokenizers=(data.src_tok, data.tgt_tok), lower=recipe.lower, **entry)
     save_training_state(out_dir / "state.safetensors", model, optimizer, scheduler, recipe=recipe.to_dict(),
                         epoch=epoch, history=history, seconds=entry["seconds"], src_vocab=data.src_vocab.itos,
                         tgt_vocab=data.tgt_vocab.itos)
     (out_dir / f"epoch_{epoch - recipe.average_last:03d}.safetensors").unlink(missing_ok=True)
+    ema_path(out_dir, epoch - 1).unlink(missing_ok=True)  # the state now reads this epoch's
 
 
 # ---- the end of a run
 
 
+def same_recipe(saved, recipe) -> bool:
+    """Whether `saved` (a recipe's to_dict, perhaps written before fields were added: they take their defaults) is
+    `recipe`; anything that is no recipe's dict is not."""
+    try:
+        return type(recipe).from_dict(saved).to_dict() == recipe.to_dict()
+    except (ValueError, TypeError, KeyError):
+        return False
+
+
 def finish(recipe, out_dir: Path, data, history: list, device, log, tools: Tools) -> tuple[nn.Module, dict, Path]:
-    """Put the last epoch against the average of the last `average_last`, each scored with beam search on the
-    validation set, and keep the better as model.safetensors; returns (model, scores, path). A final model already
-    chosen by this recipe is returned as it is; resumed with another beam search, the run chooses again."""
+    """Put the last epoch against the average of the last `average_last` and a recipe's moving average, each scored
+    with beam search on the validation set, and keep the best as model.safetensors; returns (model, scores, path).
+    A final model already chosen by this recipe is returned as it is; resumed with another beam search, the run
+    chooses again."""
     final = out_dir / "model.safetensors"
     if final.exists():
         model, _, _, info = load_checkpoint(final, device)
-        if info.get("history") == history and info.get("recipe") == recipe.to_dict():  # chosen by this recipe already
+        if info.get("history") == history and same_recipe(info.get("recipe"), recipe):  # chosen by this recipe already
             return model, info["scores"], final
     last = history[-1]["epoch"]
     paths = [out_dir / f"epoch_{e:03d}.safetensors" for e in range(max(1, last - recipe.average_last + 1), last + 1)]
@@ -281,6 +320,8 @@ def finish(recipe, out_dir: Path, data, history: list, device, log, tools: Tools
     candidates = {"last": load_checkpoint(paths[-1], device)[0]}
     if len(paths) > 1:  # an average of one checkpoint would be the last one, scored twice
         candidates[f"average of {len(paths)}"] = tools.average(paths, device)[0]
+    if recipe.ema is not None and ema_path(out_dir, last).exists():
+        candidates["moving average"] = load_checkpoint(ema_path(out_dir, last), device)[0]
     scores = {}
     for name, candidate in candidates.items():
         score = tools.score(candidate, data.val, data.src_tok, data.src_vocab, data.tgt_vocab, recipe.beam_size,

@@ -66,6 +66,7 @@ class Recipe(JsonFile):
     train_pairs: int | None = None  # the first n training pairs (None: all)
     eval_pairs: int | None = None  # the first n validation and test pairs (None: all)
     max_tokens: int = 2500  # padded tokens per batch and side
+    short_first: int = 0  # the first n epochs take their batches shortest first (a curriculum), the rest shuffled
     # optimization (chapter 5)
     epochs: int = 30
     factor: float = 1.0
@@ -82,6 +83,7 @@ class Recipe(JsonFile):
     beam_size: int = 5
     length_penalty: float = 0.6
     average_last: int = 5  # average the weights of the last k epochs
+    ema: float | None = None  # also a moving average of the weights, this decay a step (section 2); None: none
     bleu_every: int = 1  # validation BLEU (greedy) every n epochs
 
     def __post_init__(self): checks.check_recipe(self)  # every field checked, on creation and on replace
@@ -182,7 +184,7 @@ def average_checkpoints(paths, device="cpu"):
     return model, src_vocab, tgt_vocab, info
 
 
-# %% notebooks/08_translation.ipynb cell 21
+# %% notebooks/08_translation.ipynb cell 23
 def translate(model, sentence, beam_size: int = 5, src_vocab: Vocab | None = None, tgt_vocab: Vocab | None = None,
               lower: bool | None = None):
     """Translate a raw German sentence (or a list of them) into English text.
@@ -203,7 +205,7 @@ def translate(model, sentence, beam_size: int = 5, src_vocab: Vocab | None = Non
     return texts[0] if single else texts
 
 
-# %% notebooks/08_translation.ipynb cell 23
+# %% notebooks/08_translation.ipynb cell 25
 @dataclass
 class BleuScore:
     """BLEU two ways: sacreBLEU on detokenized text, and on the tokenized, lowercased text tutorials report."""
@@ -247,7 +249,7 @@ def evaluate_bleu(model, pairs: list[tuple[str, str]], src_tok: Tokenizer, src_v
     return bleu(hyps, [en for _, en in pairs], lowercase, tgt_tok)
 
 
-# %% notebooks/08_translation.ipynb cell 29
+# %% notebooks/08_translation.ipynb cell 31
 def wsd_rate(step: int, total: int, d_model: int, factor: float, warmup: int, cooldown: float) -> float:
     """Warmup, stable, decay: the rate climbs linearly for `warmup` steps to the peak chapter 5's rate reaches there
     (factor * d_model^-0.5 * warmup^-0.5), stays at it, and falls linearly over the last `cooldown` share of the
@@ -257,7 +259,7 @@ def wsd_rate(step: int, total: int, d_model: int, factor: float, warmup: int, co
     return peak * max(0.0, min(step / warmup, 1.0, (total - step + 1) / (cooldown * total)))
 
 
-# %% notebooks/08_translation.ipynb cell 32
+# %% notebooks/08_translation.ipynb cell 34
 @dataclass
 class TrainingRun:
     """What train_translation returns: the chosen model, and how it got there."""
@@ -268,7 +270,7 @@ class TrainingRun:
     path: Path  # the checkpoint of the kept model
 
 
-# %% notebooks/08_translation.ipynb cell 34
+# %% notebooks/08_translation.ipynb cell 36
 def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = None, resume: bool = True,
                       device=None, progress=True, log=print, speedup=None) -> TrainingRun:
     """Train a translation model by `recipe`, writing checkpoints to `out_dir`.
@@ -276,8 +278,8 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
     Every epoch ends with the validation loss (and, every `bleu_every` epochs, greedy validation BLEU), a
     checkpoint of the model (`epoch_NNN.safetensors`, the last `average_last` kept) and the training state
     (`state.safetensors`). With `resume`, a stopped run continues from its last finished epoch and ends where an
-    uninterrupted run ends. At the end, the better on validation BLEU (beam search) of the last epoch and the
-    average of the last `average_last` is written to `model.safetensors`.
+    uninterrupted run ends. At the end, the best on validation BLEU (beam search) of the last epoch, the average
+    of the last `average_last` and a recipe's moving average (`ema`) is written to `model.safetensors`.
 
     Under torch.distributed (e.g. torchrun) each process trains a DistributedDataParallel replica on its share of
     the batches (a step sees N x accum_steps batches); process 0 alone evaluates BLEU and writes files. A fast
@@ -291,11 +293,12 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
     with locked_folder(out_dir, lock=rank == 0) as out_dir:  # a second training on the folder is refused
         data = data if data is not None else prepare_data(recipe)
         model, criterion, optimizer, scheduler, bf16 = runs.build(recipe, data, device, speedup, world, wsd_rate)
+        ema = runs.moving_average(recipe, model, optimizer)  # None, or an average the optimizer updates every step
         trained, step_fn = runs.replica(model)  # several processes: a DistributedDataParallel replica each
         val_batches = runs.validation_batches(recipe, data, device)
         done, history, seconds = 0, [], 0.0
         if resume:  # after the last finished epoch, if the folder holds a training state
-            done, history, seconds = runs.resume(out_dir, recipe, data, model, optimizer, scheduler, log)
+            done, history, seconds = runs.resume(out_dir, recipe, data, model, optimizer, scheduler, log, ema)
         for epoch in range(done + 1, recipe.epochs + 1):
             start = time.perf_counter()
             # no weight cache: one cache for the epoch would reuse the first step's bfloat16 weights in every step
@@ -308,12 +311,12 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
             seconds += time.perf_counter() - start
             if rank == 0:  # process 0 alone scores and writes files
                 runs.save_epoch(out_dir, recipe, data, model, optimizer, scheduler, history, log, tools, epoch,
-                                seconds, train_loss, val_loss)
+                                seconds, train_loss, val_loss, ema)
         model, scores, path = runs.close(recipe, out_dir, data, model, history, rank, device, log, tools)
     return TrainingRun(model, data, history, scores, path)
 
 
-# %% notebooks/08_translation.ipynb cell 52
+# %% notebooks/08_translation.ipynb cell 54
 class Pretrained(NamedTuple):
     """The shipped model with what it needs to read German and write English."""
     model: EncoderDecoder  # carries its vocabularies and tokenizers, so translate(model, sentence) works

@@ -56,6 +56,7 @@ def check_recipe(r) -> None:
         if getattr(r, name, None) is not None:
             check_int(name, getattr(r, name))
     check_int("seed", r.seed, low=0)
+    check_int("short_first", r.short_first, low=0)
     if r.seed >= 2**32:
         raise ValueError(f"seed must be in [0, 2**32), got {r.seed}")
     if r.d_model % r.n_heads:
@@ -68,6 +69,11 @@ def check_recipe(r) -> None:
     check_probability("bpe_dropout", r.bpe_dropout)
     if r.cooldown is not None:
         check_cooldown(r.cooldown)
+    if r.ema is not None:
+        check_number("ema", r.ema)
+        if not 0 < r.ema < 1:
+            raise ValueError(f"ema is the decay of a moving average of the weights: it must be in (0, 1), e.g. 0.995 "
+                             f"(None: no average), got {r.ema!r}")
     if r.bpe_dropout and not r.subwords:
         raise ValueError(f"bpe_dropout={r.bpe_dropout} leaves out BPE merges, but subwords is {r.subwords!r} (whole "
                          "words); set subwords to a number of merges, or bpe_dropout=0")
@@ -78,6 +84,15 @@ def check_recipe(r) -> None:
         raise ValueError(f"clip_norm must be positive or None, got {r.clip_norm!r}")
     if not r.length_penalty >= 0:
         raise ValueError(f"length_penalty must be >= 0 (0: plain log-probability), got {r.length_penalty!r}")
+
+
+def check_kept_average(path, load):
+    """The moving average a resumed run needs (a recipe with `ema`): the model in `path`, loaded by `load`
+    (load_checkpoint, which names a damaged file), or a ValueError naming the missing file."""
+    if not path.is_file():
+        raise ValueError(f"{path} is missing: it holds the run's moving average (the recipe's ema) after the epoch "
+                         "its training state holds; delete state.safetensors to start the run over")
+    return load(path)[0]
 
 
 def check_cooldown(cooldown) -> None:
