@@ -6,8 +6,8 @@ The notebooks are executed by nbval in the same pytest run as tests/; their kern
 environment, so the run budget defaults to `smoke` here (CI's budget), whichever folder pytest is given.
 
 Where Multi30k can be had (found, or downloaded into the cache), nbval compares every cell with its committed output,
-which Multi30k made. Where it cannot (no files and no network), this sets $MULTI30K_OFFLINE for the chapters' kernels,
-so that they read the offline corpus at once, and compares each cell tagged corpus-dependent with what it showed on
+which Multi30k made. Where it cannot (no files and no network), this sets $MULTI30K_OFFLINE for the chapters' kernels
+alone (never for this process, whose unit tests build their own files), so that they read the offline corpus at once, and compares each cell tagged corpus-dependent with what it showed on
 that corpus (notebooks/offline_outputs.json, recorded by `python -m transformer_lib.book offline`); every other cell
 is compared as always. See transformer_lib/book/corpus.py.
 
@@ -32,6 +32,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent
 os.environ.setdefault("BOOK_BUDGET", "smoke")
+# what the notebooks' kernels get beside this process's environment, and no test of tests/ sees
+KERNEL_ENV: dict[str, str] = {}
 
 
 def own_cores() -> int:
@@ -78,7 +80,9 @@ def pytest_collection_modifyitems(session, config, items):
         config._book_corpus = "Multi30k"
         return
     config._book_corpus = "the offline corpus"
-    os.environ[OFFLINE_ENV] = "1"  # the kernels, started later, inherit it: no download tried in each chapter
+    # the notebooks' kernels, started later, get it (no download tried in each chapter); this process does not, so
+    # the unit tests of the same worker still find the files they make themselves (_NotebookPlaces.environment)
+    KERNEL_ENV[OFFLINE_ENV] = "1"
     recorded = corpus.offline_outputs(ROOT)
     for item in cells:
         if corpus.TAG not in item.cell.metadata.get("tags", []):
@@ -196,7 +200,7 @@ class _NotebookPlaces:
 
     def environment(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(ELSEWHERE)}
-        env.update(HOME=str(self.home), TMPDIR=str(self.tmp))
+        env.update(HOME=str(self.home), TMPDIR=str(self.tmp), **KERNEL_ENV)
         return env
 
     def problems(self) -> list[str]:
@@ -242,7 +246,7 @@ def _multi30k_from_the_real_home() -> None:
     """Multi30k found in the user's cache is still found by a kernel with a home of its own."""
     from transformer_lib.multi30k import MULTI30K_ENV, OFFLINE_ENV, multi30k_dirs
 
-    if os.environ.get(MULTI30K_ENV) or os.environ.get(OFFLINE_ENV):
+    if os.environ.get(MULTI30K_ENV) or os.environ.get(OFFLINE_ENV) or KERNEL_ENV.get(OFFLINE_ENV):
         return
     cache = multi30k_dirs()[-1]
     if cache.is_dir():

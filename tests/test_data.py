@@ -66,6 +66,23 @@ def test_failed_download_says_what_to_do(tmp_path, tiny_multi30k, monkeypatch):
         load_multi30k("val", root=tmp_path / "empty")
 
 
+def test_a_download_without_network_says_so_in_one_line(tmp_path, tiny_multi30k, monkeypatch, capfd):
+    """pooch for real, through a proxy that refuses: no "Downloading data from" notice, and no chain of requests'
+    pools and resolver errors in the message."""
+    monkeypatch.setattr(M, "multi30k_dirs", lambda root=None: [tmp_path / "empty"])
+    for key in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"):
+        monkeypatch.setenv(key, "http://127.0.0.1:9")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    with pytest.raises(DataUnavailable) as raised:
+        load_multi30k("val")
+    message = str(raised.value)
+    assert "Error: the server could not be reached; is there a network?). Download the Multi30k" in message, message
+    assert "Max retries" not in message and "\n" not in message
+    printed = capfd.readouterr()
+    assert "Downloading" not in printed.out + printed.err
+
+
 def test_download_goes_through_pooch_with_the_sha256(tmp_path, tiny_multi30k, monkeypatch):
     calls = []
 

@@ -179,3 +179,47 @@ def test_the_site_marks_where_each_deeper_section_ends_and_refuses_one_without_i
     assert out[3].source == '<div class="tb-deeper-end" data-opened-by="b"></div>'
     with pytest.raises(SiteError, match=r"ch.ipynb cell id c: a run of cells tagged deeper must open with"):
         _fold_deeper([cells[0], cells[2], cells[3]], "ch.ipynb")
+
+
+# ---- headings and tags agree: the two layers are the same in Jupyter, GitHub, Colab and on the website
+
+
+def test_every_cell_under_a_deeper_heading_is_tagged_deeper_and_no_other():
+    """Jupyter's outline, GitHub and Colab fold by headings, the website by the tag: they agree in every chapter."""
+    assert bk.layer_problems(BOOK) == []
+
+
+def _chapter(*cells):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [_cell(kind, source, tags, f"c{i}") for i, (kind, source, tags) in enumerate(cells)]
+    return nb
+
+
+def test_a_cell_whose_tag_and_headings_disagree_is_named_with_its_chapter_and_cell():
+    from transformer_lib.book.prose import layer_problems, under_deeper_headings
+
+    nb = _chapter(("md", "# Chapter", ()), ("md", "## 1. Idea", ()), ("md", "### Deeper: the proof, in full", ["deeper"]),
+                  ("code", "x = 1", ["deeper"]), ("md", "#### A sub-heading of the proof", ["deeper"]),
+                  ("md", "Back on the path, with no heading.", ()),  # 5: under the Deeper heading, untagged
+                  ("md", "### The next idea\n\nMain path again.", ()), ("code", "y = 2", ()),
+                  ("md", "## Summary", ["deeper"]),  # 8: tagged, under no Deeper heading
+                  ("md", "```\n## Deeper: a heading in fenced code is not one\n```", ()))
+    assert under_deeper_headings(nb) == [False, False, True, True, True, True, False, False, False, False]
+    first, second = layer_problems(nb, "notebooks/01_x.ipynb")
+    assert first.startswith("notebooks/01_x.ipynb cell 5 (id c5, 'Back on the path, with no heading.'): under a "
+                            "'Deeper:' heading but not tagged deeper")
+    assert second.startswith("notebooks/01_x.ipynb cell 8 (id c8, '## Summary'): tagged deeper but under no 'Deeper:'")
+
+
+def test_book_check_fails_on_a_chapter_whose_tag_and_headings_disagree(tmp_path):
+    from test_book import make_book
+
+    book = make_book(tmp_path, {"01_alpha": ["#| default_exp alpha", "x = 1"]})
+    assert bk.layer_problems(book) == []
+    path = tmp_path / "notebooks" / "01_alpha.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(nbformat.v4.new_markdown_cell("## Deeper: a proof", metadata={"tags": ["deeper"]}))
+    nb.cells.append(nbformat.v4.new_code_cell("y = 2"))
+    nbformat.write(nb, path)
+    (problem,) = [p for p in bk.check(book) if "Deeper" in p]
+    assert problem.startswith(f"notebooks/01_alpha.ipynb cell {len(nb.cells) - 1} ") and "not tagged deeper" in problem

@@ -86,3 +86,30 @@ def test_a_chapter_passes_the_test_command_on_the_offline_corpus():
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "the chapters read the offline corpus; cells tagged corpus-dependent were compared" in done.stdout
+
+
+def test_the_offline_switch_reaches_the_kernels_and_never_the_unit_tests(tmp_path):
+    """The newcomer's condition (no Multi30k, no $MULTI30K_DIR, downloads refused, an empty home), one process for a
+    notebook and a unit test, as a worker of the test command holds them: the notebook's kernel reads the offline
+    corpus ($MULTI30K_OFFLINE is set there: its committed output says 1), while the unit test, collected beside it,
+    does not see the switch, and still reads the files it makes itself."""
+    (tmp_path / "conftest.py").write_text((ROOT / "conftest.py").read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "test_unit.py").write_text(
+        "import os\n\ndef test_the_switch_is_not_here():\n    assert 'MULTI30K_OFFLINE' not in os.environ\n",
+        encoding="utf-8")
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("import os\nprint(os.environ.get('MULTI30K_OFFLINE'))", execution_count=1)
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="1\n")]
+    nb.cells = [cell]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / "chapter.ipynb")
+    (tmp_path / "home").mkdir()
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MULTI30K_DIR", OFFLINE_ENV, "XDG_CACHE_HOME", "NO_PROXY", "no_proxy")}
+    env |= {"HOME": str(tmp_path / "home"), "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9",
+            "https_proxy": "http://127.0.0.1:9", "http_proxy": "http://127.0.0.1:9"}
+    for order in (["chapter.ipynb", "test_unit.py"], ["test_unit.py", "chapter.ipynb"]):
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", "--nbval",
+                               *order], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+        assert "2 passed" in done.stdout and "the chapters read the offline corpus" in done.stdout, done.stdout[-2000:]

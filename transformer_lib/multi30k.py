@@ -70,16 +70,31 @@ def _find_or_fetch(name: str, sha256: str, root, download: bool) -> Path:
     if not download:
         raise DataUnavailable(f"{name} not found in {where}; put the Multi30k files in one of them "
                               f"(from {MULTI30K_URL}), or set ${MULTI30K_ENV} to their folder, or pass download=True")
+    pooch = _pooch()
+    logger = pooch.get_logger()
+    level = logger.level
+    logger.setLevel("WARNING")  # its "Downloading data from ..." line, printed even where the download then fails
     try:  # pooch downloads to a temporary file, checks the sha256, then moves it into place
-        pooch = _pooch()
         return Path(pooch.retrieve(MULTI30K_URL + name, known_hash=f"sha256:{sha256}", fname=name, path=dirs[-1],
                                    downloader=pooch.HTTPDownloader(timeout=60, progressbar=False)))
     except Exception as err:  # no network, HTTP error, or a checksum mismatch
         raise DataUnavailable(
-            f"could not download {MULTI30K_URL}{name} ({type(err).__name__}: {err}). "
+            f"could not download {MULTI30K_URL}{name} ({_why(err)}). "
             f"Download the Multi30k task-1 raw files by hand and put them in one of: {where} "
             f"(or set ${MULTI30K_ENV})"
         ) from None
+    finally:
+        logger.setLevel(level)
+
+
+def _why(err: Exception) -> str:
+    """Why a download failed, in a few words: requests' connection errors carry a chain of pools, hosts and
+    resolver errors that no reader can act on."""
+    text = (str(err).splitlines() or [""])[0]
+    connection = any(kind.__name__ == "ConnectionError" for kind in type(err).__mro__)  # requests' ProxyError too
+    if connection and any(word in text for word in ("Max retries", "Resolution", "proxy")):
+        text = "the server could not be reached; is there a network?"
+    return f"{type(err).__name__}: {text[:160]}"
 
 
 def offline_forced() -> bool:

@@ -300,6 +300,14 @@ def corpus_output_problems(book: Book) -> list[str]:
     return problems
 
 
+def layer_problems(book: Book) -> list[str]:
+    """Cells of the chapters whose `deeper` tag and headings disagree (prose.layer_problems)."""
+    from transformer_lib.book import prose
+
+    return [problem for chapter in book.chapters
+            for problem in prose.layer_problems(nbformat.read(book.root / chapter.file, as_version=4), chapter.file)]
+
+
 def check(book: Book) -> list[str]:
     """Problems where the package and the notebooks disagree (empty when in sync)."""
     problems = []
@@ -328,7 +336,7 @@ def check(book: Book) -> list[str]:
         problems.append(f"{path.relative_to(book.root)}: generated, but no chapter in book.yml exports it")
     from transformer_lib.book.address import address_problems
 
-    problems += colab_problems(book) + address_problems(book) + corpus_output_problems(book)
+    problems += colab_problems(book) + address_problems(book) + corpus_output_problems(book) + layer_problems(book)
     if book.package == "transformer_lib":  # the diagrams are this book's (a test book of another package has none)
         from transformer_lib.diagrams import figure_problems
 

@@ -14,6 +14,18 @@ from transformer_lib.runtime import BUDGET_ENV, BUDGETS
 __all__ = ["main"]
 
 
+# what `book html` imports, by module name (pyproject.toml's site extra installs them)
+SITE_MODULES = ("jupyter_book", "sphinx", "myst_nb", "myst_parser", "sphinx_book_theme", "pydata_sphinx_theme",
+                "sphinx_mathjax_offline", "vl_convert", "fontTools", "brotli")
+
+
+def missing_site_packages() -> list[str]:
+    """The modules of the site extra that cannot be imported here."""
+    import importlib.util
+
+    return [name for name in SITE_MODULES if importlib.util.find_spec(name) is None]
+
+
 def _positive_seconds(text: str) -> int:
     try:
         value = int(text)
@@ -155,6 +167,11 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "prose":
             return _prose(book, args)
         elif args.command == "html":
+            missing = missing_site_packages()
+            if missing:  # one line naming what to install, not a ModuleNotFoundError from inside Sphinx
+                print(f"error: the website needs the site extra, which is not installed here (no {', '.join(missing)}):"
+                      " pip install -e '.[site]', or pip install -r requirements.txt", file=sys.stderr)
+                return 1
             from transformer_lib.book.site import build_site
 
             out = args.out if args.out is not None else book.root / "site"

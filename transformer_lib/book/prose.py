@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 
 __all__ = ["BUDGET", "ChapterProse", "chapter_prose", "sentences", "words", "prose_problems", "prose_table",
-           "write_reading_times", "READING_LINE"]
+           "write_reading_times", "READING_LINE", "DEEPER_HEADING", "under_deeper_headings", "layer_problems"]
 
 # the budgets of the reading path (BOOK_PLAN.md, "The reading path")
 BUDGET = {"chapter_main_words": 2000, "book_main_words": 17000, "mean_sentence_words": 19.0, "long_share": 0.03,
@@ -117,6 +117,52 @@ def _code_lines(source: str) -> int:
         return 0
     return sum(1 for line in lines
                if line.strip() and not line.lstrip().startswith("#") and not re.match(r"(from \S+ )?import ", line))
+
+
+DEEPER_HEADING = re.compile(r"^#{2,4} Deeper: \S")
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+
+
+def _headings(markdown: str) -> list[tuple[int, str]]:
+    """A Markdown cell's headings, (level, title), outside fenced code."""
+    return [(len(m.group(1)), m.group(2)) for line in _FENCE.sub("", markdown).splitlines()
+            if (m := _HEADING.match(line))]
+
+
+def under_deeper_headings(nb) -> list[bool]:
+    """For each cell, whether it sits under a heading titled `Deeper: ...`, as Jupyter's outline and collapsible
+    headings, GitHub and Colab read a chapter: a heading holds every cell until the next heading of its level or
+    above. A Markdown cell that opens with a heading is under that heading."""
+    open_, out = [], []  # open_: the (level, is deeper) of the headings that hold the current cell
+    for cell in nb["cells"]:
+        heads = _headings(_text(cell.get("source", ""))) if cell.get("cell_type") == "markdown" else []
+        starts = bool(heads) and bool(_HEADING.match(_text(cell.get("source", "")).lstrip("\n").split("\n", 1)[0]))
+        for k, (level, title) in enumerate(heads):
+            if k == 0 and not starts:
+                out.append(any(deeper for _, deeper in open_))
+            while open_ and open_[-1][0] >= level:
+                open_.pop()
+            open_.append((level, title.startswith("Deeper:")))
+            if k == 0 and starts:
+                out.append(any(deeper for _, deeper in open_))
+        if not heads:
+            out.append(any(deeper for _, deeper in open_))
+    return out
+
+
+def layer_problems(nb, name: str) -> list[str]:
+    """Cells whose `deeper` tag and headings disagree: the website folds by the tag, Jupyter, GitHub and Colab by the
+    headings, so the two layers are the same two layers everywhere only where they agree."""
+    problems = []
+    for i, (cell, under) in enumerate(zip(nb["cells"], under_deeper_headings(nb))):
+        tagged = "deeper" in _tags(cell)
+        if tagged != under:
+            first = _text(cell.get("source", "")).strip().split("\n", 1)[0][:60]
+            problems.append(f"{name} cell {i} (id {cell.get('id')}, {first!r}): " + (
+                "tagged deeper but under no 'Deeper:' heading; tag it as its heading says, or give it one"
+                if tagged else "under a 'Deeper:' heading but not tagged deeper; tag it deeper, or give it a "
+                "main-path heading of the Deeper heading's level or above"))
+    return problems
 
 
 @dataclass

@@ -17,6 +17,7 @@ from pathlib import Path
 import nbformat
 import yaml
 
+from transformer_lib.book.prose import DEEPER_HEADING
 from transformer_lib.book.site_markdown import _check_markdown, _markdown, _Place
 from transformer_lib.book.site_safety import SiteError, _address, _hrefs, _source, _write, html_loads
 
@@ -154,7 +155,6 @@ def _chapter(nb, where: str, alt: dict, site: Path, place: _Place, site_pages: s
     return nb, figures
 
 
-DEEPER_HEADING = re.compile(r"^#{2,4} Deeper: \S")
 
 
 def _fold_deeper(cells: list, where: str) -> list:
