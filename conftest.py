@@ -58,6 +58,24 @@ LONGEST = (f"{_SOLVED}[05_training]", f"{_SOLVED}[09_fast]", "tests/test_rerun.p
            "notebooks/08_translation.ipynb", "notebooks/06_data.ipynb", "notebooks/07_decoding.ipynb")
 
 
+# the lanes: `-m quick` proves an install in about two minutes (CPU_MINUTES below); `slow` is the rest: the chapters
+# under nbval, whole chapters run again, training runs, the website, benchmarks run for real (node ids starting so)
+SLOW = ("notebooks/", "tests/test_exercises_in_chapter.py", "tests/test_speedrun.py", "tests/test_rerun.py",
+        "tests/test_training.py", "tests/test_website.py", "tests/test_book.py", "tests/test_diagrams.py",
+        "tests/test_fast.py::test_the_candidates_benchmark", "tests/test_fast.py::test_the_speed_benchmark",
+        "tests/test_files.py::test_many_writers", "tests/test_gpu_record.py::test_the_command_records",
+        "tests/test_offline.py::test_a_chapter_passes", "tests/test_offline.py::test_the_offline_switch_reaches")
+
+
+def pytest_report_header(config):
+    return ["the whole command takes 10 to 25 minutes on 2 cores; the longest tests (whole chapters) start first, so the "
+            "count moves slowly at first. `python -m pytest -m quick` proves an install in about two minutes."]
+
+
+def _lane(item) -> None:
+    item.add_marker(pytest.mark.slow if item.nodeid.startswith(SLOW) else pytest.mark.quick)
+
+
 def _rank(nodeid: str) -> int:
     return next((i for i, start in enumerate(LONGEST) if nodeid.startswith(start)), len(LONGEST))
 
@@ -69,6 +87,8 @@ def _file(nodeid: str) -> str:
 def pytest_collection_modifyitems(session, config, items):
     if os.environ.get("PYTEST_XDIST_WORKER"):
         items.sort(key=lambda item: _rank(item.nodeid))  # stable: a file's tests, a notebook's cells keep their order
+    for item in items:
+        _lane(item)
     _skip_cuda_tests_without_cuda(items)
     cells = [item for item in items if type(item).__name__ == "IPyNbCell"]
     if not cells:
@@ -94,6 +114,12 @@ def pytest_collection_modifyitems(session, config, items):
                                     f"the offline corpus in {corpus.OFFLINE_FILE}; run `python -m transformer_lib.book "
                                     "offline`")
         item.cell.outputs = outputs
+
+
+def pytest_collection_finish(session):
+    """No chapter left to run (`-m quick`, or tests/ alone): no line about the corpus the chapters read."""
+    if not any(type(item).__name__ == "IPyNbCell" for item in session.items):
+        session.config.__dict__.pop("_book_corpus", None)
 
 
 def _skip_cuda_tests_without_cuda(items) -> None:

@@ -315,6 +315,7 @@ def test_train_and_translate_commands(tmp_path, monkeypatch, capsys, data):
     assert train_cli.main(["multi30k", "--budget", "smoke", "--out", str(tmp_path / "run"), "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "offline corpus test split, NOT Multi30k test2016 (10 pairs), beam 2: sacreBLEU" in out  # not Multi30k's
+    assert "the same one the model trained on, and some test pairs are training pairs" in out  # what its score means
     assert f"model: {tmp_path / 'run' / 'model.safetensors'}" in out
     assert translate_cli.main(["--checkpoint", str(tmp_path / "run" / "model.safetensors"), "--beam", "1",
                                "Ein Hund.", "Zwei Katzen."]) == 0

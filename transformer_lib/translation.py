@@ -316,7 +316,7 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
     return TrainingRun(model, data, history, scores, path)
 
 
-# %% notebooks/08_translation.ipynb cell 54
+# %% notebooks/08_translation.ipynb cell 55
 class Pretrained(NamedTuple):
     """The shipped model with what it needs to read German and write English."""
     model: EncoderDecoder  # carries its vocabularies and tokenizers, so translate(model, sentence) works
