@@ -781,6 +781,20 @@ def _(tmp):
     G.translate_tokens(model, ["ein hund"], D.Tokenizer("de"), src_vocab, tgt_vocab, search="fast")
 
 
+@case("logprob_per_token(model, src_ids, tgt_ids, ...)", "two sources but one translation", ValueError,
+      "src_ids and tgt_ids", "one translation per source")
+def _(tmp):
+    model, src_vocab, tgt_vocab, _ = X.load_checkpoint(tiny_checkpoint(tmp))
+    X.logprob_per_token(model, [[5, 6], [7]], [[5]], src_vocab.pad_idx, tgt_vocab)
+
+
+@case("logprob_per_token(model, src_ids, tgt_ids, ...)", "a source with no tokens", ValueError, "src_ids",
+      "source 1 has no tokens")
+def _(tmp):
+    model, src_vocab, tgt_vocab, _ = X.load_checkpoint(tiny_checkpoint(tmp))
+    X.logprob_per_token(model, [[5, 6], []], [[5], [6]], src_vocab.pad_idx, tgt_vocab)
+
+
 @case("translate(model, sentence)", "a model that carries no vocabularies", ValueError, "vocabularies", "load_checkpoint")
 def _(tmp): X.translate(tiny_model(), "ein hund")
 

@@ -38,6 +38,8 @@ def test_every_public_module_is_audited():
         "mha_from_torch", "decoder_layer_from_torch",
         # chapter 10's loss and measures take what the model and lm_batches made; CaptionCorpus is a record
         "lm_loss", "perplexity", "leaks_future", "CaptionCorpus",
+        # chapter 8's flag: a measured constant, the warning's class, and translate()'s helper fed by translate_tokens
+        "UNFAMILIAR_BELOW", "UnfamiliarSentence", "warn_unfamiliar",
     }
     entries = " ".join(c.entry for c in CASES)
     for module in (transformer_lib.embeddings, transformer_lib.attention, transformer_lib.blocks,

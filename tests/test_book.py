@@ -488,11 +488,23 @@ def test_sigterm_ends_book_run_with_one_line_however_often_it_is_sent(tmp_path):
     assert (tmp_path / "notebooks" / "01_alpha.ipynb").read_text() == before
 
 
+def forked_book(tmp_path):
+    """A one-chapter book whose chapter opens with its badge and install cell at the address it was forked from,
+    origin/book."""
+    make_book(tmp_path, {"01_alpha": [bk.INSTALL_CELL.format(module="alpha",
+                                                             url="git+https://github.com/origin/book@v0.1.0")]})
+    path = tmp_path / "notebooks" / "01_alpha.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[0].source += ("\n\n[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab."
+                           "research.google.com/github/origin/book/blob/main/notebooks/01_alpha.ipynb)")
+    nbformat.write(nb, path)
+
+
 def test_a_fork_points_every_badge_install_cell_and_link_at_its_own_address(tmp_path):
     """`book address` rewrites the book's own links from book.yml; links to other projects' files stay as written."""
     from transformer_lib.book.address import address_problems
 
-    make_book(tmp_path, {"01_alpha": ["#| default_exp alpha"]})
+    forked_book(tmp_path)
     manifest = yaml.safe_load((tmp_path / "book.yml").read_text())
     manifest.update(repository="someone/fork", branch="main", release="v0.2.0")
     (tmp_path / "book.yml").write_text(yaml.safe_dump(manifest))
@@ -507,7 +519,7 @@ def test_a_fork_points_every_badge_install_cell_and_link_at_its_own_address(tmp_
         " [a page](https://github.com/origin/book/blob/main/docs/a.md) [licence](https://github.com/origin/book/blob/"
         f"main/LICENSE) {other}\n")
     book = bk.load_book(tmp_path)
-    assert [p.split(":")[0] for p in address_problems(book)] == ["README.md"]
+    assert [p.split(":")[0] for p in address_problems(book)] == ["README.md", "notebooks/01_alpha.ipynb"]
     assert cli.main(["--root", str(tmp_path), "address", "--check"]) == 1
     assert cli.main(["--root", str(tmp_path), "address"]) == 0
     text = (tmp_path / "README.md").read_text()
@@ -517,6 +529,60 @@ def test_a_fork_points_every_badge_install_cell_and_link_at_its_own_address(tmp_
     assert other in text and "origin/book" not in text
     assert address_problems(book) == []
     assert bk.colab_links(book, book.chapters[0])[1] == "git+https://github.com/someone/fork@v0.2.0"
+    chapter = (tmp_path / "notebooks" / "01_alpha.ipynb").read_text()
+    assert "origin/book" not in chapter and "someone/fork@v0.2.0" in chapter and bk.colab_problems(book) == []
+
+
+def test_the_address_command_leaves_other_projects_addresses_alone_in_every_form(tmp_path):
+    """Another project's pip install line, its Colab badge and its GitHub links, even at paths the book also has,
+    are not the book's: only the addresses its chapters use for themselves move."""
+    forked_book(tmp_path)
+    manifest = yaml.safe_load((tmp_path / "book.yml").read_text())
+    (tmp_path / "book.yml").write_text(yaml.safe_dump({**manifest, "repository": "someone/fork"}))
+    other = ("`pip install git+https://github.com/other/tool@v2.0` "
+             "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google"
+             ".com/github/other/tool/blob/main/notebooks/01_alpha.ipynb) "
+             "[its notebook](https://github.com/other/tool/blob/main/notebooks/01_alpha.ipynb) "
+             "[its docs](https://github.com/other/tool/tree/main/notebooks)")
+    ours = "[chapter](https://github.com/origin/book/blob/main/notebooks/01_alpha.ipynb)"
+    (tmp_path / "README.md").write_text(f"{other} {ours}\n")
+    assert cli.main(["--root", str(tmp_path), "address"]) == 0
+    text = (tmp_path / "README.md").read_text()
+    assert text == f"{other} [chapter](https://github.com/someone/fork/blob/main/notebooks/01_alpha.ipynb)\n"
+
+
+def test_the_address_command_writes_no_file_outside_the_book_and_names_what_it_refused(tmp_path, capsys):
+    root = tmp_path / "book"
+    root.mkdir()
+    forked_book(root)
+    manifest = yaml.safe_load((root / "book.yml").read_text())
+    (root / "book.yml").write_text(yaml.safe_dump({**manifest, "repository": "someone/fork"}))
+    outside = tmp_path / "elsewhere.md"
+    outside.write_text("[chapter](https://github.com/origin/book/blob/main/notebooks/01_alpha.ipynb)\n")
+    (root / "docs").mkdir()
+    (root / "docs" / "linked.md").symlink_to(outside)
+    assert cli.main(["--root", str(root), "address"]) == 1
+    err = capsys.readouterr().err
+    assert "docs/linked.md: a symbolic link" in err and "writes only the book's own files" in err
+    assert "origin/book" in outside.read_text()  # untouched
+    assert "someone/fork" in (root / "notebooks" / "01_alpha.ipynb").read_text()  # the book's own files were pointed
+
+
+def test_the_address_command_refuses_a_book_without_an_address_and_a_document_that_is_not_utf8(tmp_path, capsys):
+    make_book(tmp_path, {"01_alpha": ["#| default_exp alpha"]})
+    assert cli.main(["--root", str(tmp_path), "address"]) == 1
+    assert "book.yml has no repository: set `repository: owner/name`" in capsys.readouterr().err
+    assert cli.main(["--root", str(tmp_path), "address", "--check"]) == 1
+    assert "book.yml has no repository" in capsys.readouterr().err
+    manifest = yaml.safe_load((tmp_path / "book.yml").read_text())
+    for bad in ("../..", "./x", "owner/.."):
+        (tmp_path / "book.yml").write_text(yaml.safe_dump({**manifest, "repository": bad}))
+        with pytest.raises(bk.BookError, match="repository must be GitHub's owner/name"):
+            bk.load_book(tmp_path)
+    (tmp_path / "book.yml").write_text(yaml.safe_dump({**manifest, "repository": "o/r"}))
+    (tmp_path / "README.md").write_bytes(b"caf\xe9 [x](https://github.com/o/r/blob/main/README.md)\n")
+    assert cli.main(["--root", str(tmp_path), "address"]) == 1
+    assert "error: README.md: not UTF-8 (invalid continuation byte at byte 3)" in capsys.readouterr().err
 
 
 def test_the_release_install_cells_install_is_the_tag_of_the_packages_version(tmp_path):

@@ -84,3 +84,9 @@ def test_the_readme_asks_for_the_python_pyproject_requires():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert f"Python {version} or newer" in readme
     assert set(re.findall(r"Python (3\.\d+)", readme)) == {version}
+
+
+def test_the_readme_is_read_forward_in_at_most_1500_words():
+    """The rest lives in docs/ (docs/chapters.md holds the chapters at length)."""
+    words = len((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert words <= 1500, f"README.md has {words} words; move detail to docs/"

@@ -23,7 +23,7 @@ from transformer_lib.records import (LOAD_FILE, RECIPES_FILE, RUNS_FILE, SERVE_F
 __all__ = ["DOCUMENTS", "BLOCKS", "render_blocks", "readme_problems", "write_readme", "marker_problems"]
 
 # The files whose generated blocks `book readme` renders and checks, relative to the book's root.
-DOCUMENTS = ("README.md", "docs/commands.md", "docs/running.md", "docs/speed.md", "docs/robustness.md",
+DOCUMENTS = ("README.md", "docs/chapters.md", "docs/commands.md", "docs/running.md", "docs/speed.md", "docs/robustness.md",
              "docs/making.md")
 _BLOCK = re.compile(r"(<!-- begin ([\w-]+) \(python -m transformer_lib\.book readme\) -->\n)(.*?)(<!-- end \2 -->)", re.S)
 _MARKER = re.compile(r"<!--\s*(begin|end)\b\s*([\w-]*)")

@@ -12,6 +12,10 @@ __all__ = [
     'save_checkpoint',
     'average_checkpoints',
     'translate',
+    'logprob_per_token',
+    'UNFAMILIAR_BELOW',
+    'UnfamiliarSentence',
+    'warn_unfamiliar',
     'BleuScore',
     'bleu',
     'evaluate_bleu',
@@ -26,13 +30,16 @@ __all__ = [
 import copy
 import json
 import time
+import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
 import torch
+from torch.nn.utils.rnn import pad_sequence
 
 from transformer_lib import runs  # processes, resuming, locks and atomic saves: a run's machinery
+from transformer_lib.attention import padding_mask, subsequent_mask
 from transformer_lib.checks import translation as checks  # one line per entry point: its inputs, checked
 from transformer_lib.checks.core import as_device, as_dtype, as_paths
 from transformer_lib.checkpoint import check_checkpoint, check_hypotheses, load_checkpoint, pretrained_path, scoring_tokenizer
@@ -191,7 +198,9 @@ def translate(model, sentence, beam_size: int = 5, src_vocab: Vocab | None = Non
 
     The vocabularies default to those the model carries after train_translation or load_checkpoint.
     A model trained on Multi30k, such as pretrained()'s, knows its domain, captions of photographs: people, animals,
-    places and actions, in short sentences. Other German, such as everyday talk, comes out as nonsense.
+    places and actions, in short sentences. Other German, such as everyday talk, comes out as nonsense, and for the
+    shipped model translate() says so: an UnfamiliarSentence warning for each sentence whose translation scores below
+    UNFAMILIAR_BELOW (logprob_per_token).
     """
     checks.check_carried_vocabs(model, src_vocab, tgt_vocab)
     src_vocab, tgt_vocab = src_vocab or model.vocabs[0], tgt_vocab or model.vocabs[1]  # translate_tokens checks them
@@ -201,8 +210,59 @@ def translate(model, sentence, beam_size: int = 5, src_vocab: Vocab | None = Non
     single = isinstance(sentence, str)
     sentences = checks.check_strings([sentence] if single else sentence)  # a list of str, each valid Unicode
     tokens = translate_tokens(model, sentences, src_tok, src_vocab, tgt_vocab, beam_size)
+    below = getattr(model, "unfamiliar_below", None)  # pretrained() sets it (section 6); a model of yours has none
+    if below is not None:
+        warn_unfamiliar(model, sentences, tokens, src_tok, src_vocab, tgt_vocab, below)
     texts = [tgt_tok.detokenize(t) for t in tokens]
     return texts[0] if single else texts
+
+
+@torch.no_grad()
+def logprob_per_token(model, src_ids: list[list[int]], tgt_ids: list[list[int]], src_pad: int, tgt_vocab) -> list[float]:
+    """How sure the model is of each translation: the mean log-probability it gives the translation's tokens and its
+    end token, fed its own output as in training (teacher forcing). Near 0: sure; far below 0: guessing."""
+    checks.check_scored(src_ids, tgt_ids)  # one translation per source, no empty source
+    device = next(model.parameters()).device
+    src = pad_sequence([torch.tensor(s) for s in src_ids], batch_first=True, padding_value=src_pad).to(device)
+    whole = [torch.tensor([tgt_vocab.bos_idx, *t, tgt_vocab.eos_idx]) for t in tgt_ids]
+    tgt = pad_sequence(whole, batch_first=True, padding_value=tgt_vocab.pad_idx).to(device)  # (B, 1 + L + 1)
+    log_probs = model(src, tgt[:, :-1], padding_mask(src, src_pad), subsequent_mask(tgt.size(1) - 1, device))
+    gold = tgt[:, 1:]  # each position predicts the next token
+    picked = log_probs.gather(-1, gold.unsqueeze(-1)).squeeze(-1)  # (B, L + 1)
+    real = gold != tgt_vocab.pad_idx
+    return ((picked * real).sum(1) / real.sum(1)).tolist()
+
+
+UNFAMILIAR_BELOW = -0.70  # the shipped model's lowest 1% on test2016, beam 5 (section 6, benchmarks/domain.json)
+
+
+class UnfamiliarSentence(UserWarning):
+    """translate()'s warning: a sentence unlike the model's training data, whose translation is likely wrong."""
+
+    def __init__(self, message: str, index: int, score: float):
+        super().__init__(message)
+        self.index, self.score = index, score
+
+
+def warn_unfamiliar(model, sentences, tokens, src_tok, src_vocab, tgt_vocab, below: float) -> list[float | None]:
+    """Each sentence's logprob_per_token (None for a blank one), and an UnfamiliarSentence warning for each below
+    `below`."""
+    todo = [i for i, s in enumerate(sentences) if tokens[i]]
+    scores: list[float | None] = [None] * len(sentences)
+    for start in range(0, len(todo), 64):
+        chunk = todo[start : start + 64]
+        got = logprob_per_token(model, [src_vocab.encode(src_tok(sentences[i])) for i in chunk],
+                                [tgt_vocab.encode(tokens[i]) for i in chunk], src_vocab.pad_idx, tgt_vocab)
+        for i, score in zip(chunk, got):
+            scores[i] = score
+    for i in todo:
+        if scores[i] < below:
+            shown = sentences[i] if len(sentences[i]) <= 60 else sentences[i][:57] + "..."
+            warnings.warn(UnfamiliarSentence(
+                f"sentence {i} ({shown!r}) is unlike the captions the model learned from: its translation scores "
+                f"{scores[i]:.2f} a token, below {below:.2f}, so the translation is likely wrong", i, scores[i]),
+                stacklevel=3)
+    return scores
 
 
 # %% notebooks/08_translation.ipynb cell 25
@@ -334,4 +394,5 @@ def pretrained(device="cpu") -> Pretrained:
     path = pretrained_path()
     checks.check_shipped_model(path)
     model, _, _, info = load_checkpoint(path, device)
+    model.unfamiliar_below = UNFAMILIAR_BELOW  # translate() warns below it (section 6)
     return Pretrained(model, *model.tokenizers, info)

@@ -128,7 +128,8 @@ def load_book(root: Path | None = None) -> Book:
         seen_modules[chapter.module] = chapter.file
         chapters.append(chapter)
     repository, branch = data.get("repository"), data.get("branch", "main")
-    if repository is not None and not (isinstance(repository, str) and _REPOSITORY.fullmatch(repository)):
+    if repository is not None and not (isinstance(repository, str) and _REPOSITORY.fullmatch(repository)
+                                       and not any(set(part) <= {"."} for part in repository.split("/"))):
         raise BookError(f"{manifest}: repository must be GitHub's owner/name (letters, digits, . - _), got {repository!r}")
     if not (isinstance(branch, str) and _BRANCH.fullmatch(branch) and ".." not in branch):
         raise BookError(f"{manifest}: branch must be a git branch name (letters, digits, . - _ /), got {branch!r}")

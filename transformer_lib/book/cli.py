@@ -155,10 +155,14 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "address":
             from transformer_lib.book.address import address_problems, point_all, release_problems
 
+            refused = []
             if not args.check:
-                for path in point_all(book):
+                changed, refused = point_all(book)
+                for path in changed:
                     print(f"pointed {path.relative_to(book.root)} at {book.repository}")
-            problems = address_problems(book) if args.check else release_problems(book)
+            elif not book.repository:
+                raise BookError("book.yml has no repository: set `repository: owner/name` (GitHub's)")
+            problems = address_problems(book) if args.check else release_problems(book) + refused
             if problems:
                 print("\n".join(problems), file=sys.stderr)
                 return 1

@@ -30,6 +30,17 @@ def check_strings(sentences) -> list:
     return sentences
 
 
+def check_scored(src_ids, tgt_ids) -> None:
+    """logprob_per_token's inputs: one translation per source, each source with a token (all padding would leave
+    attention nothing to read)."""
+    if len(src_ids) != len(tgt_ids):
+        raise ValueError(f"src_ids and tgt_ids: {len(src_ids)} sources but {len(tgt_ids)} translations; give one "
+                         "translation per source")
+    for i, ids in enumerate(src_ids):
+        if len(ids) == 0:
+            raise ValueError(f"src_ids: source {i} has no tokens; leave blank sentences out (translate() does)")
+
+
 def check_bleu_inputs(hypotheses, references) -> None:
     """bleu's inputs: one token list per reference sentence, and some references."""
     if len(hypotheses) != len(references):

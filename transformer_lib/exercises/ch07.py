@@ -128,6 +128,8 @@ def _(decoder_positions):
             if got != want:
                 how = "with the cache each step runs the new position only" if cached else \
                     "without a cache step t runs the decoder over all t positions of the prefix"
-                raise Wrong(f"to generate {n} tokens {'with' if cached else 'without'} the cache the decoder runs "
-                            f"{want:,} positions ({how}), got {got}")
+                tokens = "token" if n == 1 else "tokens"
+                runs = "position" if want == 1 else "positions"
+                raise Wrong(f"to generate {n} {tokens} {'with' if cached else 'without'} the cache the decoder runs "
+                            f"{want:,} {runs} ({how}), got {got}")
     return "For 100 tokens: 5,050 positions without the cache, 100 with it; the saving grows with the length."
