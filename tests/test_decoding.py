@@ -231,3 +231,27 @@ def test_attention_maps_refuse_tensors_and_text_and_a_model_on_the_fast_path(tra
         attention_maps(fast, src, tgt)  # not the weights an earlier readable pass left behind
     again = attention_maps(use_fast_path(fast, False), src, tgt)
     assert all(torch.equal(again[k], readable[k]) for k in readable)
+
+
+@pytest.mark.parametrize("alpha, winner", [(0.0, 0), (0.6, 2), (2.0, 1)])
+def test_the_length_penalty_ranks_hypotheses_as_a_hand_computed_table_says(alpha, winner):
+    """Three finished hypotheses of one source, ranked by log-probability / ((5 + length) / 6) ** alpha, by hand:
+
+    | hypothesis | length | log-prob | alpha 0 | alpha 0.6               | alpha 2                 |
+    |------------|--------|----------|---------|-------------------------|-------------------------|
+    | 0          | 2      | -2.7     | -2.7    | -2.7 / 1.0969 = -2.4615 | -2.7 / 1.3611 = -1.9837 |
+    | 1          | 6      | -3.5     | -3.5    | -3.5 / 1.4386 = -2.4329 | -3.5 / 3.3611 = -1.0413 |
+    | 2          | 4      | -3.1     | -3.1    | -3.1 / 1.2754 = -2.4306 | -3.1 / 2.2500 = -1.3778 |
+
+    Each alpha crowns another. A penalty that counts the length one off (with or without </s>), leaves out the 5,
+    or multiplies, picks otherwise for some alpha; only the 6, a factor common to all, cannot change a ranking."""
+    from transformer_lib.decoding import _best_hypotheses
+
+    end, start = 2, 1
+    ys = torch.tensor([[start, 7, end, end, end, end, end],  # length 2: one word and </s>
+                       [start, 7, 8, 9, 10, 11, end],  # length 6
+                       [start, 7, 8, 9, end, end, end]])  # length 4
+    scores = torch.tensor([[-2.7, -3.5, -3.1]])
+    lengths = torch.tensor([2, 6, 4])
+    (best,) = _best_hypotheses(ys, scores, lengths, end, alpha)
+    assert best == ys[winner, 1:].tolist()[: ys[winner, 1:].tolist().index(end) + 1]

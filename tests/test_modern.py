@@ -153,3 +153,56 @@ def test_attention_names_a_past_of_another_batch_or_layer_and_inputs_of_another_
     with pytest.raises(ValueError, match=r"x must have shape \(batch, length, d_model=32\)"):
         attention(torch.randn(2, 1, 16))
     assert attention(torch.randn(2, 1, 32), past=past)[1][0].shape == (2, 2, 4, 4)
+
+
+# ---- chapter 11 proven against references of its own, without transformers (tests/test_hf.py has those)
+
+
+def test_apply_rope_is_multiplication_by_a_unit_complex_number_per_pair():
+    """Pair (x[2i], x[2i+1]) as the complex number x[2i] + i x[2i+1], at position p, times e^(i p base^(-2i/d_k)):
+    the rotation written the other way, with torch's complex numbers. A pair taken as (i, i + d_k/2), a sign flipped
+    or a frequency off by a factor all differ."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 7, 8, dtype=torch.float64)
+    angles = rope_angles(7, 8, base=100.0)
+    pairs = torch.view_as_complex(x.view(2, 3, 7, 4, 2).contiguous())  # (B, h, T, d_k / 2)
+    p = torch.arange(7, dtype=torch.float64)[:, None]
+    theta = 100.0 ** (-torch.arange(0, 8, 2, dtype=torch.float64) / 8)
+    turned = pairs * torch.polar(torch.ones(7, 4, dtype=torch.float64), p * theta)
+    want = torch.view_as_real(turned).flatten(-2)
+    assert torch.allclose(apply_rope(x, angles), want, atol=1e-12)
+
+
+def test_grouped_query_attention_is_multi_head_attention_with_each_key_value_head_copied_to_its_group():
+    """4 query heads sharing 2 key/value heads equal 4-head attention whose key and value projections repeat each
+    shared head's rows for the queries of its group (heads 0, 1 read kv head 0; heads 2, 3 kv head 1)."""
+    torch.manual_seed(0)
+    gqa = Attention(32, 4, n_kv_heads=2)
+    mha = Attention(32, 4)
+    d_k = 8
+    with torch.no_grad():
+        mha.w_q.load_state_dict(gqa.w_q.state_dict())
+        mha.w_o.load_state_dict(gqa.w_o.state_dict())
+        for name in ("w_k", "w_v"):
+            small, big = getattr(gqa, name), getattr(mha, name)  # kv head j's rows, once for each query of its group
+            big.weight.copy_(small.weight.view(2, d_k, 32).repeat_interleave(2, 0).reshape(32, 32))
+            big.bias.copy_(small.bias.view(2, d_k).repeat_interleave(2, 0).reshape(32))
+    x = torch.randn(2, 5, 32)
+    angles = rope_angles(5, d_k)
+    out_gqa, (k_small, _) = gqa(x, angles)
+    out_mha, (k_big, _) = mha(x, angles)
+    assert torch.allclose(out_gqa, out_mha, atol=1e-6)
+    assert k_small.shape == (2, 2, 5, d_k) and torch.allclose(k_big[:, 1::2], k_small, atol=1e-6)  # the cache: 2 heads
+
+
+def test_a_modern_models_cached_steps_equal_the_full_forward_at_every_position():
+    """Prefill with 3 tokens, then one token at a time with the cache: each step's logits equal the full forward's
+    at that position (the cache offset shifts RoPE's positions: off by one, they would not)."""
+    model = rope_model(n_kv_heads=2, norm="rms", ffn="swiglu")
+    tokens = torch.randint(0, 40, (2, 9), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        full = model(tokens)
+        cache = [None] * len(model.layers)
+        steps = [model(tokens[:, :3], cache)]
+        steps += [model(tokens[:, t : t + 1], cache) for t in range(3, 9)]
+    assert torch.allclose(torch.cat(steps, 1), full, atol=1e-5)

@@ -84,6 +84,20 @@ def test_batch_masks_hide_padding_and_the_future():
     assert not b.tgt_mask[:, 0].triu(1).any()  # never the future
 
 
+def test_the_target_mask_hides_padded_keys_on_every_row_padded_rows_included():
+    """Padding inside tgt_in (a short sentence beside a long one): every row of the mask, the padded query rows too,
+    is asserted whole. A mask built from tgt_out instead of tgt_in differs on them."""
+    tgt = torch.tensor([[1, 5, 0, 0], [1, 7, 8, 9]])
+    b = Batch(torch.tensor([[5, 0], [7, 8]]), tgt, pad_idx=0)
+    T, F = True, False
+    assert b.tgt_mask[:, 0].tolist() == [[[T, F, F], [T, T, F], [T, T, F]],  # row 2 is padding: its key still hidden
+                                         [[T, F, F], [T, T, F], [T, T, T]]]
+    from transformer_lib.attention import padding_mask, subsequent_mask
+
+    wrong = padding_mask(b.tgt_out, 0) & subsequent_mask(3)
+    assert not torch.equal(wrong, b.tgt_mask)  # the test above would see that bug
+
+
 def test_batch_rejects_mismatched_and_empty_inputs():
     with pytest.raises(ValueError, match=r"tgt must have shape \(batch=2"):
         Batch(torch.ones(2, 3, dtype=torch.long), torch.ones(3, 4, dtype=torch.long))
