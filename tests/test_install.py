@@ -67,15 +67,28 @@ def test_each_extra_the_readme_names_exists():
 
 
 def test_book_html_without_the_site_extra_says_what_to_install_in_one_line(monkeypatch, capsys, tmp_path):
-    import importlib.util
+    from importlib import metadata
 
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "pydata_sphinx_theme" else real(name, *a))
+    assert cli.missing_site_packages() == []  # requirements.txt installs them all
+    real = metadata.version
+
+    def version(name):
+        if name == "pydata-sphinx-theme":
+            raise metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(metadata, "version", version)
     assert cli.main(["html", "--out", str(tmp_path / "site")]) == 1
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "no pydata_sphinx_theme" in err and "pip install -e '.[site]'" in err, err
+    assert err.count("\n") == 1 and "no pydata-sphinx-theme" in err and "pip install -e '.[site]'" in err, err
     assert not (tmp_path / "site").exists()
+
+
+def test_the_site_packages_the_html_command_asks_for_are_the_site_extras():
+    """What `book html` checks for is what the site extra installs (and what it pulls in: Sphinx, MyST)."""
+    _, optional = extras()
+    site = {canonicalize_name(Requirement(t).name) for t in optional["site"]}
+    assert site <= {canonicalize_name(n) for n in cli.SITE_PACKAGES}
 
 
 def test_the_readme_asks_for_the_python_pyproject_requires():

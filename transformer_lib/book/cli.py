@@ -14,16 +14,22 @@ from transformer_lib.runtime import BUDGET_ENV, BUDGETS
 __all__ = ["main"]
 
 
-# what `book html` imports, by module name (pyproject.toml's site extra installs them)
-SITE_MODULES = ("jupyter_book", "sphinx", "myst_nb", "myst_parser", "sphinx_book_theme", "pydata_sphinx_theme",
-                "sphinx_mathjax_offline", "vl_convert", "fontTools", "brotli")
+# what `book html` needs, by distribution name (pyproject.toml's site extra installs them)
+SITE_PACKAGES = ("jupyter-book", "sphinx", "myst-nb", "myst-parser", "sphinx-book-theme", "pydata-sphinx-theme",
+                 "sphinx-mathjax-offline", "vl-convert-python", "fonttools", "brotli")
 
 
 def missing_site_packages() -> list[str]:
-    """The modules of the site extra that cannot be imported here."""
-    import importlib.util
+    """The distributions of the site extra that are not installed here."""
+    from importlib import metadata
 
-    return [name for name in SITE_MODULES if importlib.util.find_spec(name) is None]
+    missing = []
+    for name in SITE_PACKAGES:
+        try:
+            metadata.version(name)
+        except metadata.PackageNotFoundError:
+            missing.append(name)
+    return missing
 
 
 def _positive_seconds(text: str) -> int:
