@@ -108,6 +108,8 @@ def test_what_a_reader_expects_is_on_every_chapter_page(site):
         assert "CC BY 4.0" in soup.select_one("footer.bd-footer-content").get_text(), page.source  # the licence
     for page in pages:
         assert "MIT License" in _soup(out, page).select_one("footer.bd-footer-content").get_text(), page.source
+        (icon,) = _soup(out, page).select('link[rel="icon"]')  # the book's icon: no request for a missing one
+        assert (out / page.html).parent.joinpath(icon["href"]).resolve().is_file(), (page.source, icon["href"])
 
 
 def test_markdown_outputs_are_tables_not_pipes(site):

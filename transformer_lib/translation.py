@@ -217,6 +217,7 @@ def translate(model, sentence, beam_size: int = 5, src_vocab: Vocab | None = Non
     return texts[0] if single else texts
 
 
+# %% notebooks/08_translation.ipynb cell 24
 @torch.no_grad()
 def logprob_per_token(model, src_ids: list[list[int]], tgt_ids: list[list[int]], src_pad: int, tgt_vocab) -> list[float]:
     """How sure the model is of each translation: the mean log-probability it gives the translation's tokens and its
@@ -265,7 +266,7 @@ def warn_unfamiliar(model, sentences, tokens, src_tok, src_vocab, tgt_vocab, bel
     return scores
 
 
-# %% notebooks/08_translation.ipynb cell 25
+# %% notebooks/08_translation.ipynb cell 26
 @dataclass
 class BleuScore:
     """BLEU two ways: sacreBLEU on detokenized text, and on the tokenized, lowercased text tutorials report."""
@@ -309,7 +310,7 @@ def evaluate_bleu(model, pairs: list[tuple[str, str]], src_tok: Tokenizer, src_v
     return bleu(hyps, [en for _, en in pairs], lowercase, tgt_tok)
 
 
-# %% notebooks/08_translation.ipynb cell 31
+# %% notebooks/08_translation.ipynb cell 32
 def wsd_rate(step: int, total: int, d_model: int, factor: float, warmup: int, cooldown: float) -> float:
     """Warmup, stable, decay: the rate climbs linearly for `warmup` steps to the peak chapter 5's rate reaches there
     (factor * d_model^-0.5 * warmup^-0.5), stays at it, and falls linearly over the last `cooldown` share of the
@@ -319,7 +320,7 @@ def wsd_rate(step: int, total: int, d_model: int, factor: float, warmup: int, co
     return peak * max(0.0, min(step / warmup, 1.0, (total - step + 1) / (cooldown * total)))
 
 
-# %% notebooks/08_translation.ipynb cell 34
+# %% notebooks/08_translation.ipynb cell 35
 @dataclass
 class TrainingRun:
     """What train_translation returns: the chosen model, and how it got there."""
@@ -330,7 +331,7 @@ class TrainingRun:
     path: Path  # the checkpoint of the kept model
 
 
-# %% notebooks/08_translation.ipynb cell 36
+# %% notebooks/08_translation.ipynb cell 37
 def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = None, resume: bool = True,
                       device=None, progress=True, log=print, speedup=None) -> TrainingRun:
     """Train a translation model by `recipe`, writing checkpoints to `out_dir`.
@@ -376,7 +377,7 @@ def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = No
     return TrainingRun(model, data, history, scores, path)
 
 
-# %% notebooks/08_translation.ipynb cell 55
+# %% notebooks/08_translation.ipynb cell 56
 class Pretrained(NamedTuple):
     """The shipped model with what it needs to read German and write English."""
     model: EncoderDecoder  # carries its vocabularies and tokenizers, so translate(model, sentence) works

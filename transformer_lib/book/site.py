@@ -134,6 +134,7 @@ def assemble(book, src: Path) -> list[Page]:
     src.mkdir(parents=True, exist_ok=True)
     _write(src, "_static/site.css", (STATIC / "site.css").read_text(encoding="utf-8") + _diagram_widths(book))
     _write(src, "_static/site.js", (STATIC / "site.js").read_bytes())
+    _write(src, "_static/favicon.svg", (STATIC / "favicon.svg").read_bytes())
     _write(src, "_static/scorer.js", (STATIC / "scorer.js").read_text(encoding="utf-8").replace(
         "var HEADINGS = {};", f"var HEADINGS = {json.dumps(_headings(book), sort_keys=True)};", 1))
     _write(src, "_templates/search.html", (STATIC / "search.html").read_bytes())
@@ -218,7 +219,7 @@ def _write_config(book, src: Path, pages: list[Page], repo: str) -> None:
                            "thebe": False, "binderhub_url": ""},
         "html": {"use_repository_button": True, "use_issues_button": False, "use_edit_page_button": False,
                  "extra_footer": f"<p>{footer}</p>", "home_page_in_navbar": True, "use_multitoc_numbering": False,
-                 "favicon": ""},
+                 "favicon": "_static/favicon.svg"},  # ours: without one, every page asks for a missing /favicon.ico
         "parse": {"myst_enable_extensions": list(MYST_EXTENSIONS)},
         "sphinx": {
             "extra_extensions": ["sphinx-mathjax-offline"],
