@@ -409,8 +409,11 @@ MISTAKES = [
     ("1.1", _table_wrong_exponent, "pair i turns at the frequency 1 / 10000^(2i / d_model)"),
     ("1.1", lambda max_len, d_model: solutions(1).sinusoidal(max_len, d_model).T, "should return shape (50, 16)"),
     ("1.2", lambda k, d_model: sum(math.sin(k * 10000.0 ** (-2 * i / d_model)) for i in range(d_model // 2)),
-     "for k=0, d_model=16 the dot product of the table's rows p and p + k is 8.0000"),
-    ("1.2", lambda k, d_model: float(d_model), "is 8.0000 for every p, got 16.0000"),
+     "for k=0, d_model=16 the dot product of the table's rows p and p + k is 8.0000 for every p, got 0.0000; this "
+     "looks like the sum of the sines"),
+    ("1.2", lambda k, d_model: float(d_model), "is 8.0000 for every p, got 16.0000; this is d_model: there are d_model / 2 pairs"),
+    ("1.2", lambda k, d_model: 2 * sum(math.cos(k * 10000.0 ** (-2 * i / d_model)) for i in range(d_model // 2)),
+     "got 16.0000; this is d_model: there are d_model / 2 pairs, not d_model dimensions"),
     ("1.3", lambda d: 10000.0 ** (-2 * torch.arange(d // 2, dtype=torch.float64) / d), "these are the frequencies"),
     ("1.3", lambda d: 2 * math.pi * 10000.0 ** (torch.arange(d // 2, dtype=torch.float64) / d),
      "for d_model=16, pair 1 should have wavelength"),

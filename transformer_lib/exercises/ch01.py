@@ -37,8 +37,17 @@ def _(pe_dot):
             if not isinstance(got, (int, float)) and not (isinstance(got, torch.Tensor) and got.numel() == 1):
                 raise Wrong(f"pe_dot(k, d_model) should return a number, got {type(got).__name__}")
             if abs(float(got) - want) > 1e-4:
+                omega = 10000.0 ** (-2 * torch.arange(d_model // 2, dtype=torch.float64) / d_model)
+                slips = [  # what a likely slip gives, and what to do instead (at k=0 the last two coincide)
+                    (float(d_model), "this is d_model: there are d_model / 2 pairs, not d_model dimensions, each "
+                     "giving one cos(k * omega_i), at most 1"),
+                    (float(torch.sin(k * omega).sum()), "this looks like the sum of the sines: a pair gives "
+                     "sin(a) sin(b) + cos(a) cos(b) = cos(a - b), so sum cos(k * omega_i)"),
+                    (float(2 * torch.cos(k * omega).sum()), "this looks like a sum over all d_model dimensions: "
+                     "there are d_model / 2 pairs, each giving one cos(k * omega_i)")]
+                hint = next((h for value, h in slips if abs(float(got) - value) <= 1e-4), None)
                 raise Wrong(f"for k={k}, d_model={d_model} the dot product of the table's rows p and p + k is "
-                            f"{want:.4f} for every p, got {float(got):.4f}")
+                            f"{want:.4f} for every p, got {float(got):.4f}" + (f"; {hint}" if hint else ""))
     return "Your closed form gives the table's dot products for every offset k from 0 to 29, at d_model 16, 6 and 64."
 
 
