@@ -26,8 +26,13 @@ from transformer_lib.book.site_chapters import _plot_width
 
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / "build" / "screenshots"
-SEARCHES = {"RoPE": "11_modern", "beam search": "07_decoding", "label smoothing": "05_training", "BPE": "06_data",
-            "key/value cache": "07_decoding", "warmup": "05_training", "layer norm": "03_blocks"}
+# each query, the chapter that teaches it, and the section its first result opens (the heading's anchor)
+SEARCHES = {"RoPE": ("11_modern", "rotary-position-embeddings-rope"), "beam search": ("07_decoding", "beam-search"),
+            "label smoothing": ("05_training", "label-smoothing"), "BPE": ("06_data", "subwords-byte-pair-encoding-bpe"),
+            "key/value cache": ("07_decoding", "a-key-value-kv-cache"), "KV cache": ("07_decoding", "a-key-value-kv-cache"),
+            "warmup": ("05_training", "the-learning-rate-schedule-warmup-then-decay"),
+            "layer norm": ("03_blocks", "layer-normalization"), "int8": ("09_fast", "eight-bit-weights-int8"),
+            "positional encoding": ("01_embeddings", "sinusoidal-positional-encoding")}
 # how often a wait asks the browser again (selenium's default, half a second, is mostly time spent idle)
 POLL = 0.05
 PLACEHOLDER_ALT = re.compile(r"^(?:|image|figure|picture|plot|chart|output|png|no description.*|[\w./-]+\.(?:png|svg|jpe?g))$",
@@ -252,6 +257,20 @@ def test_pages_load_no_fontawesome_js_search_tools_only_on_the_search_page_and_i
 
     shown = set(TTFont(fonts / "fa-brands-400.woff2").getBestCmap()) | set(TTFont(fonts / "fa-solid-900.woff2").getBestCmap())
     assert {0xF09B, 0xF0C9, 0xF002} <= shown  # github, bars (the menu), magnifying-glass (search)
+    # the stylesheet's glyph rules: the icons the fonts keep, not the 2,000 of Font Awesome (about 90 KB)
+    css = (out / "_static" / "styles" / "pydata-sphinx-theme.css").read_text(encoding="utf-8")
+    glyphs = {int(code, 16) for code in re.findall(r'\.fa-[a-z0-9-]+:(?:before|after)\{content:"\\([0-9a-f]{4,5})"\}', css)}
+    assert 3 <= len(glyphs) < 60 and glyphs <= shown | {0xF002}, sorted(map(hex, glyphs - shown))
+    assert ".fa-magnifying-glass:before" in css and ".fa-bars:before" in css and ".fa-zebra" not in css
+
+
+def test_every_picture_of_a_page_loads_lazily(site):
+    """Every picture of every page (a chapter's diagrams too, which Sphinx writes without it) carries
+    loading="lazy": it loads as the reader comes to it, not with the page."""
+    _, out, _ = site
+    eager = [(path.relative_to(out).as_posix(), img.get("src")) for path in _all_html(out)
+             for img in _parsed(path).select("img") if img.get("loading") != "lazy"]
+    assert eager == [], eager[:5]
 
 
 def test_a_worked_solutions_download_button_gives_its_code(site):
@@ -268,7 +287,8 @@ def test_a_worked_solutions_download_button_gives_its_code(site):
 
 
 def test_search_excerpts_served_over_http_show_no_tex(site):
-    """Served over http, the search page shows an excerpt of each page found: its formulas read "…", not TeX."""
+    """Served over http, the search page shows an excerpt of each page found: its text, not its contents list, with
+    formulas read as "…", not TeX; a section found shows its own text, from its heading on."""
     import functools
     import http.server
     import threading
@@ -285,17 +305,28 @@ def test_search_excerpts_served_over_http_show_no_tex(site):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     browser = _browser()
     try:
-        browser.get(f"http://127.0.0.1:{server.server_port}/search.html?q=softmax")
-        WebDriverWait(browser, 60, poll_frequency=POLL).until(lambda b: b.execute_script(
-            "return document.querySelectorAll('#search-results ul.search li').length > 0 && "
-            "document.querySelectorAll('#search-results p.context').length >= "
-            "Math.min(6, document.querySelectorAll('#search-results ul.search li').length)"))
-        excerpts = [e.text for e in browser.find_elements("css selector", "#search-results p.context")]
+        first, excerpts = {}, []
+        for query in ["softmax", *SEARCHES]:
+            browser.get(f"http://127.0.0.1:{server.server_port}/search.html?q={urllib.parse.quote(query)}")
+            WebDriverWait(browser, 60, poll_frequency=POLL).until(lambda b: b.execute_script(
+                "return document.querySelectorAll('#search-results ul.search li').length > 0 && "
+                "document.querySelectorAll('#search-results p.context').length >= "
+                "Math.min(6, document.querySelectorAll('#search-results ul.search li').length)"))
+            shown = [e.text for e in browser.find_elements("css selector", "#search-results p.context")]
+            excerpts += shown
+            first[query] = (browser.find_element("css selector", "#search-results ul.search li > a").text, shown[0])
     finally:
         browser.quit()
         server.shutdown()
     assert len(excerpts) >= 6
-    assert not [e for e in excerpts if re.search(r"\\[(\[]|\\(?:frac|sqrt|mathrm|text|cdot)\b|\$", e)], excerpts
+    assert not [e for e in excerpts if re.search(r"\\[(\[]|\\(?:frac|sqrt|mathrm|text|cdot)\b|\$(?![A-Z][A-Z0-9_]*)", e)], excerpts
+    # an excerpt is the page's text: never the contents list the theme keeps for print or its sidebar
+    assert not [e for e in excerpts if re.match(r"(\.\.\.)?\s*Contents\b", e)], excerpts
+    for query, (_, anchor) in SEARCHES.items():  # a section found opens with its heading, then its text
+        if anchor:
+            title, excerpt = first[query]
+            heading = title.split(" > ")[-1]
+            assert excerpt.startswith(heading) and len(excerpt) > len(heading) + 40, (query, title, excerpt[:80])
 
 
 def test_rewrite_links_points_pages_at_pages_and_other_files_at_the_repository():
@@ -737,6 +768,9 @@ const width = arguments[0];  // the window's width as the test set it (a phone's
 if (document.documentElement.scrollWidth > width + 1 || window.innerWidth > width + 1) {
   problems.push("the page scrolls sideways: " + document.documentElement.scrollWidth + " > " + width);
 }
+for (const h of article.querySelectorAll("h2, h3, h4")) {  // every deeper section is folded, under its own heading
+  if (/^\s*Deeper:/.test(h.textContent) && !h.closest("details.tb-deeper")) problems.push("not folded: " + h.textContent);
+}
 for (const img of document.images) {
   if (!(img.complete && img.naturalWidth > 0) && img.loading !== "lazy") problems.push("image not loaded: " + img.src);
 }
@@ -810,17 +844,17 @@ def _requests(browser):
 
 
 def _weight(requests) -> int:
-    """The bytes a page loaded before its figures: every file it requested but pictures and the chart library, which
-    draws the charts (site.js loads it only on a page with a chart)."""
+    """The bytes a page loaded: every file it requested, its pictures and scripts included (pictures below the screen
+    and the chart library load later, as the reader comes to them)."""
     files = {Path(urllib.request.url2pathname(urllib.parse.urlparse(u).path)) for u in requests if u.startswith("file:")}
-    return sum(f.stat().st_size for f in files if f.is_file() and f.suffix not in (".png", ".jpg", ".jpeg", ".gif", ".svg")
-               and f.name != "vega.js")
+    return sum(f.stat().st_size for f in files if f.is_file())
 
 
 @pytest.mark.parametrize("width, height, theme", [(1280, 900, "light"), (390, 844, "dark")])
 def test_every_page_reads_cleanly_in_headless_chromium(site, width, height, theme):
-    """Every page at this width and theme: no console error, no request leaving the site or failing, nothing clipped,
-    no sideways scroll, every image loaded, every chart drawn, math typeset, text and code at AA contrast."""
+    """Every page at this width and theme: at most 2 MB as it opens, no console error, no request leaving the site or
+    failing, nothing clipped, no sideways scroll, every image loaded, every chart drawn once near, math typeset, text
+    and code at AA contrast."""
     from selenium.webdriver.support.ui import WebDriverWait
 
     _, out, pages = site
@@ -837,21 +871,29 @@ def test_every_page_reads_cleanly_in_headless_chromium(site, width, height, them
         for page in pages:
             browser.get((out / page.html).as_uri())
             WebDriverWait(browser, 60, poll_frequency=POLL).until(lambda b: b.execute_script(
-                "return document.readyState === 'complete' && document.querySelectorAll('.tb-chart').length === "
-                "document.querySelectorAll('.tb-chart[data-drawn]').length && "
+                "return document.readyState === 'complete' && "
                 "(!window.MathJax || !MathJax.startup || !MathJax.startup.promise || MathJax.typesetDone !== false)"))
             browser.execute_script("return window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
+            requests, failed = _requests(browser)
+            weight = _weight(requests)  # as the page opens, before the reader scrolls: 2 MB at most
+            assert weight <= 2_000_000, (page.html, weight, sorted(requests, key=len)[-3:])
+            # every chart is drawn once the reader comes near one, a chart in a folded section too
+            browser.execute_script("document.querySelectorAll('details').forEach(d => { d.open = true; });"
+                                   "document.querySelectorAll('.tb-chart').forEach(c => c.scrollIntoView());")
+            WebDriverWait(browser, 60, poll_frequency=POLL).until(lambda b: b.execute_script(
+                "return document.querySelectorAll('.tb-chart').length === "
+                "document.querySelectorAll('.tb-chart[data-drawn]').length"))
+            browser.execute_script("window.scrollTo(0, 0)")
             assert browser.execute_script("return document.documentElement.dataset.theme") == theme, page.html
             problems, sampled = browser.execute_script(PAGE_PROBLEMS_JS, width)
             assert problems == [], (page.html, width, problems)
-            requests, failed = _requests(browser)
+            more, failed_later = _requests(browser)
+            requests, failed = requests + more, failed + failed_later
             outside = [u for u in requests if urllib.parse.urlparse(u).scheme not in ("file", "data", "blob")]
             assert outside == [] and failed == [], (page.html, outside[:3], failed[:3])
             errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
             assert errors == [], (page.html, errors[:3])
-            weight = _weight(requests)
-            assert weight <= 2_000_000, (page.html, weight)  # the page, its styles, scripts and fonts: 2 MB at most
-            report[page.html] = {"requests": len(requests), "bytes before figures": weight,
+            report[page.html] = {"requests": len(requests), "bytes as it opens": weight,
                                  "text sampled for contrast": sampled}
             if width < 600 and page.kind == "chapter":  # the menu and contents buttons open what they name
                 _opens(browser, "button.primary-toggle", "nav.bd-links a", page.html)
@@ -869,6 +911,8 @@ def test_every_page_reads_cleanly_in_headless_chromium(site, width, height, them
 
 
 def test_search_over_file_finds_the_chapter_that_teaches_each_query_first(site):
+    """Over file://, each query's first result is the chapter that teaches it, and for a query a section is named
+    after, a link to that section (not the page's top)."""
     from selenium.webdriver.support.ui import WebDriverWait
 
     _, out, _ = site
@@ -882,23 +926,40 @@ def test_search_over_file_finds_the_chapter_that_teaches_each_query_first(site):
                 "return !!s && s.textContent.indexOf('found') >= 0"))
             links = [a.get_attribute("href") for a in
                      browser.find_elements("css selector", "#search-results ul.search li > a")]
-            found[query] = [urllib.parse.urlparse(link).path.rsplit("/", 1)[-1] for link in links[:3]]
+            found[query] = [urllib.parse.urlparse(link) for link in links[:3]]
             errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
             assert errors == [], (query, errors[:3])  # no request the browser refuses over file://
+        # the search box's icon ends before the box's text begins (at a desk and on a phone)
+        for width in (1280, 390):
+            browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                    {"width": width, "height": 844, "deviceScaleFactor": 1, "mobile": width < 600})
+            browser.get((out / "search.html").as_uri() + "?q=warmup")
+            gap = browser.execute_script(
+                "const box = Array.from(document.querySelectorAll('form.bd-search input')).find(i => i.offsetParent);"
+                "const icon = box.parentElement.querySelector('i.fa-magnifying-glass').getBoundingClientRect();"
+                "const style = getComputedStyle(box);"
+                "return box.getBoundingClientRect().left + parseFloat(style.borderLeftWidth) + "
+                "parseFloat(style.paddingLeft) - icon.right")
+            assert gap >= 2, (width, gap)
     finally:
         browser.quit()
-    assert {q: f[0].split(".")[0] if f else None for q, f in found.items()} == SEARCHES, found
+    first = {q: (f[0].path.rsplit("/", 1)[-1].split(".")[0], f[0].fragment or None) if f else None
+             for q, f in found.items()}
+    assert {q: (page, anchor if SEARCHES[q][1] else None) for q, (page, anchor) in first.items()} == SEARCHES, first
 
 
 def test_a_deeper_section_folds_closed_under_its_heading_and_a_link_into_it_opens_it(tmp_path):
     """The fold works in a browser: one <details> per deeper section, closed, titled by its `Deeper:` heading, holding
-    its prose, code and subsections and nothing of the main path after it; a link to a heading inside opens it."""
+    its prose, code and subsections (a `Deeper:` one too) and nothing of the main path or the next deeper section
+    after it; a link to a heading inside opens it."""
     md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
     deeper = {"tags": ["deeper"]}
     cells = [md("# Chapter 1: X\n\n## 1. The idea\n\nThe idea, on the main path."),
              md("### Deeper: proof against PyTorch\n\nThe proof.", metadata=deeper), code("proof = 1", metadata=deeper),
              md("#### A pitfall inside\n\nThe pitfall.", metadata=deeper), code("pitfall = 2", metadata=deeper),
              md("Back on the main path."), md("## 2. Next\n\nMore of the path."),
+             md("### Deeper: a first section in a row\n\nFirst in a row.", metadata=deeper),
+             md("#### Deeper: a subsection of its own\n\nInside it.", metadata=deeper),
              md("## Deeper: measurements at length\n\nThe measurements.", metadata=deeper)]
     book = _small_book(tmp_path, cells, alt="{}\n")
     build_site(book, tmp_path / "site", log=lambda *_: None)
@@ -910,7 +971,9 @@ def test_a_deeper_section_folds_closed_under_its_heading_and_a_link_into_it_open
             "return Array.from(document.querySelectorAll('details.tb-deeper')).map(d => [d.open, "
             "d.querySelector('summary').textContent.trim(), d.textContent])")
         assert [(o, s.rstrip('#').strip()) for o, s, _ in folds] == [
-            (False, "Deeper: proof against PyTorch"), (False, "Deeper: measurements at length")]
+            (False, "Deeper: proof against PyTorch"), (False, "Deeper: a first section in a row"),
+            (False, "Deeper: measurements at length")]  # two deeper sections in a row fold apart
+        assert "Inside it." in folds[1][2] and "The measurements." not in folds[1][2]
         first = folds[0][2]
         assert "The proof." in first and "proof = 1" in first and "The pitfall." in first and "pitfall = 2" in first
         assert "Back on the main path." not in first and "More of the path." not in first
@@ -964,30 +1027,61 @@ def test_on_a_phone_chapters_are_cards_and_printed_tables_keep_their_lines(site)
     assert outputs and {w for w, _ in outputs} == {"pre"} and any(scrolls for _, scrolls in outputs), outputs
 
 
-# each diagram's rendered width and each drawn chart's smallest label, in CSS px, on the page as shown
-LABEL_SIZES_JS = r"""
-document.querySelectorAll("details").forEach(d => { d.open = true; });  // a folded section's figures too
+# Every figure of the page at a phone's width, every fold open and every picture loaded: how wide it is shown against
+# its column, whether a box around it scrolls sideways, and its full-size view (site.js's, as a tap opens it): the
+# width it is shown at there, whether the page then scrolls sideways, and whether the close button closes it. Each
+# drawn chart: its width against its column, and its smallest label in its full-size view, in CSS px.
+FIGURES_JS = r"""
+const done = arguments[arguments.length - 1];
+document.querySelectorAll("details").forEach(d => { d.open = true; });
 const article = document.querySelector("article");
-const diagrams = Array.from(article.querySelectorAll("img")).filter(i => !i.closest(".tb-chart")).map(i =>
-  [i.getAttribute("src").split("/").pop(), i.getBoundingClientRect().width]);
-const charts = Array.from(article.querySelectorAll(".tb-chart-drawn svg")).map(svg => {
-  const scale = svg.getBoundingClientRect().width / svg.width.baseVal.value;
-  const sizes = Array.from(svg.querySelectorAll("text")).map(t => parseFloat(getComputedStyle(t).fontSize))
-    .filter(s => s > 0);
-  return Math.min(...sizes) * scale;
+const column = article.getBoundingClientRect();
+const imgs = Array.from(article.querySelectorAll("img")).filter(i => !i.closest(".tb-chart"));
+imgs.forEach(i => { i.loading = "eager"; });
+Promise.all(imgs.map(i => i.decode().catch(() => null))).then(() => {
+  function scrolls(e) {
+    for (e = e.parentElement; e && e !== article; e = e.parentElement) {
+      if (e.scrollWidth > e.clientWidth + 1) { return true; }
+    }
+    return false;
+  }
+  // opens the view, measures what it shows (`measure` of the picture or chart in it), closes it with its button
+  function view(open, measure) {
+    const overlay = open();
+    const wide = document.documentElement.scrollWidth;
+    const inside = overlay.getBoundingClientRect();
+    const measured = measure(overlay.querySelector(".tb-zoom-box > img, .tb-zoom-box > svg"));
+    const fits = inside.width <= window.innerWidth + 1 && inside.height <= window.innerHeight + 1;
+    overlay.querySelector(".tb-zoom-close").click();
+    return [measured, wide, fits, !document.querySelector(".tb-zoom")];
+  }
+  const pictures = imgs.map(img => {
+    const r = img.getBoundingClientRect();
+    const [zoomed, wide, fits, closed] = view(() => tbZoom.picture(img), shown => shown.getBoundingClientRect().width);
+    return [img.getAttribute("src").split("/").pop(), r.left >= column.left - 1 && r.right <= column.right + 1,
+            r.width > 0, scrolls(img), zoomed, wide, fits, closed];
+  });
+  const charts = Array.from(article.querySelectorAll(".tb-chart-drawn svg")).map(svg => {
+    const r = svg.getBoundingClientRect();
+    const [label, wide, fits, closed] = view(() => tbZoom.chart(svg, "chart"), shown => {
+      const scale = shown.getBoundingClientRect().width / shown.width.baseVal.value;
+      const sizes = Array.from(shown.querySelectorAll("text")).map(t => parseFloat(getComputedStyle(t).fontSize))
+        .filter(s => s > 0);
+      return sizes.length ? Math.min(...sizes) * scale : 0;
+    });
+    return [r.right <= column.right + 1, scrolls(svg), label, wide, fits, closed];
+  });
+  done([pictures, charts, document.documentElement.scrollWidth]);
 });
-// a formula that fits its line but scrolls (a scroll bar under it): what overflows is not the formula
-const bars = Array.from(article.querySelectorAll("span.math")).filter(m => m.scrollWidth > m.clientWidth + 1 &&
-  m.querySelector("mjx-math") && m.querySelector("mjx-math").getBoundingClientRect().width <= m.clientWidth + 1)
-  .map(m => m.textContent.slice(0, 30));
-return [diagrams, charts, document.documentElement.scrollWidth, bars];
 """
 
 
-def test_on_a_phone_every_diagram_and_chart_keeps_labels_of_9_css_px(site):
-    """At 390 px each diagram of docs/figures/ is shown at least as wide as its smallest label needs to be 9 CSS px
-    tall (it scrolls sideways in its paragraph, the page does not), each drawn chart's smallest label is 9 px, and each
-    matplotlib plot is as wide as its cell's smallest font size (or matplotlib's 10 points) needs at its PNG's dpi.
+def test_on_a_phone_every_figure_is_whole_and_opens_full_size_with_labels_of_9_css_px(site):
+    """At 390 px every figure of every chapter is seen whole in its column (no box scrolls sideways, nor the page),
+    and its full-size view, as a tap opens it, shows it at least as wide as its smallest label needs to be 9 CSS px
+    tall: a diagram of docs/figures/ by its SVG's labels, an animation by its frames', a matplotlib plot by its cell's
+    smallest font size (or matplotlib's 10 points) at its PNG's dpi, a drawn chart by its SVG's text. The view fits
+    the window (it scrolls inside), leaves the page as wide as the window, and its close button closes it.
     A formula scrolls only when it is wider than its line."""
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -1004,45 +1098,92 @@ def test_on_a_phone_every_diagram_and_chart_keeps_labels_of_9_css_px(site):
                 if not any("vegalite" in k for k in data):
                     plots[f"{Path(chapter.file).stem}-{cell.id}-{n}.png"] = (base64.b64decode(data["image/png"]),
                                                                             cell.source)
-    seen_plots = set()
 
+    def needed(name):
+        if name in plots:
+            return _plot_width(*plots[name])
+        if name in animations:  # its frames are WIDTH wide and no label is under SMALL (test_animation)
+            return animation.WIDTH * 9 / animation.SMALL
+        return readable_width(svgs[name]) if name in svgs else None
 
     browser = _browser()
-    small, seen, charts, wide = [], set(), 0, []
+    problems, seen, charts = [], set(), 0
     try:
+        browser.set_script_timeout(60)
         browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                                 {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True})
         for page in (p for p in pages if p.kind == "chapter"):
             browser.get((out / page.html).as_uri())
+            browser.execute_script("document.querySelectorAll('details').forEach(d => { d.open = true; });"
+                                   "document.querySelectorAll('.tb-chart').forEach(c => c.scrollIntoView());")
             WebDriverWait(browser, 60, poll_frequency=POLL).until(lambda b: b.execute_script(
                 "return document.readyState === 'complete' && document.querySelectorAll('.tb-chart').length === "
                 "document.querySelectorAll('.tb-chart[data-drawn]').length"))
-            diagrams, chart_labels, scroll_width, bars = browser.execute_script(LABEL_SIZES_JS)
-            small += [(page.html, "a formula that fits scrolls", text) for text in bars]
-            for name, shown in diagrams:
-                if name in plots:
-                    needed = _plot_width(plots[name][0], plots[name][1])
-                    seen_plots.add(name)
-                    if needed is None or shown < needed - 0.5:
-                        small.append((page.html, name, round(shown), needed))
-                elif name in animations:  # its frames are WIDTH wide and no label is under SMALL (test_animation)
-                    seen.add(name)
-                    if animation.SMALL * shown / animation.WIDTH < 8.99:
-                        small.append((page.html, name, round(animation.SMALL * shown / animation.WIDTH, 1)))
-                elif name in svgs:
-                    seen.add(name)
-                    if shown < readable_width(svgs[name]) - 0.5:  # its smallest label would be under 9 px
-                        small.append((page.html, name, round(shown), readable_width(svgs[name])))
-            small += [(page.html, "chart", round(px, 1)) for px in chart_labels if px < 8.99]
-            charts += len(chart_labels)
+            pictures, drawn, scroll_width = browser.execute_async_script(FIGURES_JS)
+            for name, inside, shown_at_all, scrolls, zoomed, wide, fits, closed in pictures:
+                seen.add(name)
+                least = needed(name)
+                if not (inside and shown_at_all) or scrolls:
+                    problems.append((page.html, name, "not whole in its column"))
+                if least is not None and zoomed < least - 0.5:
+                    problems.append((page.html, name, "full size", round(zoomed), "needs", least))
+                if wide > 390 or not fits or not closed:
+                    problems.append((page.html, name, "the full-size view", wide, fits, closed))
+            for inside, scrolls, label, wide, fits, closed in drawn:
+                charts += 1
+                if not inside or scrolls or label < 8.99 or wide > 390 or not fits or not closed:
+                    problems.append((page.html, "chart", inside, scrolls, round(label, 1), wide, fits, closed))
             if scroll_width > 390:
-                wide.append((page.html, scroll_width))
+                problems.append((page.html, "the page scrolls sideways", scroll_width))
+            bars = browser.execute_script(
+                "return Array.from(document.querySelectorAll('article span.math')).filter(m => m.scrollWidth > "
+                "m.clientWidth + 1 && m.querySelector('mjx-math') && m.querySelector('mjx-math')"
+                ".getBoundingClientRect().width <= m.clientWidth + 1).map(m => m.textContent.slice(0, 30))")
+            problems += [(page.html, "a formula that fits scrolls", text) for text in bars]
     finally:
         browser.quit()
-    assert len(seen) >= 50 and charts >= 4 and animations <= seen, (sorted(seen), charts)  # every one was seen
-    assert seen_plots == set(plots), set(plots) - seen_plots
-    assert small == [], small
-    assert wide == [], wide
+    assert len(seen & set(svgs)) >= 50 and charts >= 4 and animations <= seen, (sorted(seen), charts)
+    assert set(plots) <= seen, set(plots) - seen
+    assert problems == [], problems
+
+
+def test_a_tap_on_a_figure_opens_it_full_size_and_escape_or_the_close_button_closes_it(site):
+    """The full-size view as a reader meets it at 390 px: a tap on a diagram opens it over the page, a dialog that
+    names the figure; Escape closes it and gives the focus back; the close button closes it too; a chart's button
+    opens the chart."""
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    _, out, _ = site
+    browser = _browser()
+    overlay = "return document.querySelector('.tb-zoom')"
+    try:
+        browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True})
+        browser.get((out / "notebooks" / "02_attention.html").as_uri())
+        link = browser.find_element("css selector", "article a.tb-figure-link")
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", link)
+        alt = link.find_element("css selector", "img").get_attribute("alt")
+        link.click()
+        WebDriverWait(browser, 5, poll_frequency=POLL).until(lambda b: b.execute_script(overlay))
+        assert browser.execute_script("return document.querySelector('.tb-zoom').getAttribute('aria-label')") == alt
+        assert browser.current_url.endswith("02_attention.html")  # the page stays; the view is over it
+        browser.switch_to.active_element.send_keys(Keys.ESCAPE)
+        assert browser.execute_script(overlay) is None
+        link.click()
+        browser.find_element("css selector", ".tb-zoom-close").click()
+        assert browser.execute_script(overlay) is None
+        browser.get((out / "notebooks" / "07_decoding.html").as_uri())
+        browser.execute_script("const chart = document.querySelector('.tb-chart'); const fold = chart.closest('details');"
+                               "if (fold) { fold.open = true; } chart.scrollIntoView();")
+        WebDriverWait(browser, 60, poll_frequency=POLL).until(
+            lambda b: b.find_elements("css selector", ".tb-chart[data-drawn] button.tb-chart-open"))
+        button = browser.find_element("css selector", ".tb-chart[data-drawn] button.tb-chart-open")
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", button)
+        button.click()
+        assert browser.execute_script("return !!document.querySelector('.tb-zoom svg')")
+    finally:
+        browser.quit()
 
 
 def test_a_plots_readable_width_follows_its_smallest_font_and_its_dpi():

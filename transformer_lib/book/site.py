@@ -44,7 +44,7 @@ from transformer_lib.book.site_chapters import (ALT_TEXT_FILE, VEGALITE_MIMES, _
 from transformer_lib.book.site_markdown import (_BADGE, _DEFINITION, _HTML_HREF, _LINK, MYST_EXTENSIONS, _markdown,
                                                 _Place, rewrite_links)
 from transformer_lib.book.site_safety import SiteError, _inside, _source, _write, html_loads
-from transformer_lib.book.site_weight import subset_icon_fonts, theme_templates
+from transformer_lib.book.site_weight import lazy_pictures, subset_icon_fonts, theme_templates
 
 __all__ = ["SiteError", "Page", "ALT_TEXT_FILE", "assemble", "build_site", "rewrite_links", "html_loads"]
 
@@ -361,6 +361,7 @@ def build_site(book, out: Path, log=print) -> list[Page]:
 
             shutil.copytree(built, folder, dirs_exist_ok=True, ignore=leave_out)
             subset_icon_fonts(folder)
+            lazy_pictures(folder)
             for chapter in book.chapters:  # the download button gives the chapter as committed, outputs and all
                 target = _inside(folder, f"_sources/{chapter.file}")
                 target.unlink(missing_ok=True)

@@ -63,13 +63,14 @@ def _plot_width(png: bytes, source: str) -> int | None:
 def _figure_html(png_b64: str, site: Path, to_static: str, name: str, alt: str, chart: dict | None = None,
                  source: str = "") -> str:
     """An output's figure as a file in _static/figures and the HTML that shows it, linked to its full size; a chart
-    also carries its spec, which site.js draws over the picture. `to_static`: the page's way to _static/. A plot keeps
-    the width at which its smallest text is READABLE_PX tall (`source`: its cell's code), and scrolls in its box."""
+    also carries its spec, which site.js draws over the picture. `to_static`: the page's way to _static/. A plot fits
+    its column; its full-size view (site.js) is at least as wide as its smallest text needs to be READABLE_PX tall
+    (`source`: its cell's code), a width it carries as the CSS property --tb-readable."""
     png = base64.b64decode(png_b64)
     _write(site, f"_static/figures/{name}", png)
     src = f"{to_static}/figures/{name}"
     width = None if chart is not None else _plot_width(png, source)
-    style = f' style="min-width: {width}px"' if width else ""
+    style = f' style="--tb-readable: {width}px"' if width else ""
     img = (f'<a class="tb-figure-link" href="{src}" title="Open the figure at full size">'
            f'<img class="tb-figure" src="{src}" alt="{html.escape(alt, quote=True)}" loading="lazy"{style}></a>')
     if chart is None:
@@ -158,16 +159,22 @@ def _chapter(nb, where: str, alt: dict, site: Path, place: _Place, site_pages: s
 
 
 def _fold_deeper(cells: list, where: str) -> list:
-    """Mark where each run of `deeper` cells ends, for site.js to fold it closed under its `Deeper:` heading."""
-    out, inside = [], None
+    """Mark where each run of `deeper` cells ends, for site.js to fold it closed under its `Deeper:` heading. A
+    `Deeper:` heading at the level of the run's own, or above it, ends the run and opens the next: two deeper
+    sections in a row fold apart."""
+    out, inside, level = [], None, 0
     for cell in cells:
         deeper = "deeper" in cell.metadata.get("tags", [])
+        first = cell.source.split("\n", 1)[0] if cell.cell_type == "markdown" else ""
+        heading = DEEPER_HEADING.match(first)
+        if deeper and inside is not None and heading and len(first) - len(first.lstrip("#")) <= level:
+            out.append(_deeper_end(inside))
+            inside = None
         if deeper and inside is None:
-            first = cell.source.split("\n", 1)[0]
-            if cell.cell_type != "markdown" or not DEEPER_HEADING.match(first):
+            if not heading:
                 raise SiteError(f"{where} cell id {cell.get('id')}: a run of cells tagged deeper must open with a "
                                 "Markdown cell whose first line is a heading '## Deeper: what it proves'")
-            inside = cell.get("id")
+            inside, level = cell.get("id"), len(first) - len(first.lstrip("#"))
         elif not deeper and inside is not None:
             out.append(_deeper_end(inside))
             inside = None
@@ -226,8 +233,8 @@ def _alt_texts(book) -> dict:
 
 
 def _diagram_widths(book) -> str:
-    """CSS giving each diagram of docs/figures/ the width at which its smallest label is READABLE_PX tall: in a
-    narrower column (a phone's) it keeps that width and scrolls sideways in its paragraph (site.css)."""
+    """CSS giving each diagram of docs/figures/ the width at which its smallest label is READABLE_PX tall, as the
+    property --tb-readable: the diagram fits its column, and its full-size view (site.js) is at least that wide."""
     from transformer_lib.diagrams import FIGURES_DIR, READABLE_PX, animation, readable_width
 
     rules = []
@@ -237,10 +244,10 @@ def _diagram_widths(book) -> str:
         except ValueError as err:
             raise SiteError(f"{svg.relative_to(book.root).as_posix()}: {err}") from None
         if width is not None:  # a picture without labels keeps the theme's sizing
-            rules.append(f'article img[src$="/{svg.stem}.png"] {{ min-width: {width}px; }}')
+            rules.append(f'article img[src$="/{svg.stem}.png"] {{ --tb-readable: {width}px; }}')
     for name in sorted(animation.ANIMATIONS):  # an animation's frames: WIDTH wide, no label under SMALL
         width = math.ceil(animation.WIDTH * READABLE_PX / animation.SMALL)
-        rules.append(f'article img[src$="/{name}.png"] {{ min-width: {width}px; }}')
-    return (f"/* written by the builder: each diagram's labels stay at least {READABLE_PX} CSS px */\n" + "\n".join(rules)
+        rules.append(f'article img[src$="/{name}.png"] {{ --tb-readable: {width}px; }}')
+    return (f"/* written by the builder: the width at which each diagram's labels are {READABLE_PX} CSS px */\n" + "\n".join(rules)
             + "\n") if rules else ""
 

@@ -1,7 +1,8 @@
 # Hand-written tool module (not generated from a notebook).
 """What every page of the website loads, kept light (transformer_lib.book.site): the theme's icons come from Font
-Awesome's web fonts cut down to the icons the site shows, not from its 1.5 MB fontawesome.js, and Sphinx's search
-scripts and index load on the search page only.
+Awesome's web fonts cut down to the icons the site shows, not from its 1.5 MB fontawesome.js; Sphinx's search
+scripts and index load on the search page only; every picture loads when it comes near the screen (and the chart
+library when a chart does, site.js).
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 from transformer_lib.book.site_safety import SiteError, _inside, _write
 
-__all__ = ["theme_templates", "subset_icon_fonts"]
+__all__ = ["theme_templates", "subset_icon_fonts", "lazy_pictures"]
 
 # the theme's layout without the search tools it puts on every page for a search-as-you-type this site turns off
 # (search.html loads its own); the rest of the block as the theme writes it
@@ -49,9 +50,17 @@ def theme_templates() -> dict[str, str]:
     return {"static/webpack-macros.html": "".join(kept), "layout.html": LAYOUT}
 
 
+def _glyph_rule(match: re.Match, icons: set[str]) -> str:
+    """A stylesheet's rule giving icons their glyph, kept for the icons the site shows only (none: the rule goes)."""
+    selectors = [sel for sel in match.group(1).split(",")
+                 if sel and re.match(r"\.(fa-[a-z0-9-]+):", sel).group(1) in icons]
+    return f'{",".join(selectors)}{{content:"\\{match.group(2)}"}}' if selectors else ""
+
+
 def subset_icon_fonts(folder: Path) -> list[str]:
     """Cut the built site's Font Awesome fonts to the icons its pages and scripts name (a class `fa-...` that the
-    theme's stylesheet gives a glyph); returns those icons' names. Each font keeps its file name and format."""
+    theme's stylesheet gives a glyph), and the stylesheets' glyph rules to those icons (about 90 KB of rules for
+    about 2,000 icons, on every page); returns those icons' names. Each font keeps its file name and format."""
     from fontTools import subset
     from fontTools.ttLib import TTFont
 
@@ -64,6 +73,13 @@ def subset_icon_fonts(folder: Path) -> list[str]:
     for path in list(folder.rglob("*.html")) + list((folder / "_static").rglob("*.js")):
         used |= set(_ICON.findall(path.read_text(encoding="utf-8", errors="replace")))
     icons = sorted(name for name in used if name in glyphs)
+    for path in sorted((folder / "_static" / "styles").glob("*.css")):
+        text = path.read_text(encoding="utf-8")
+        cut = _GLYPH.sub(lambda m: _glyph_rule(m, set(icons)), text)
+        if cut != text:
+            rel = path.relative_to(folder).as_posix()
+            path.unlink()
+            _write(folder, rel, cut)
     fonts = _inside(folder, ICON_FONTS)
     if not icons or not fonts.is_dir():
         raise SiteError(f"{ICON_FONTS}: no Font Awesome fonts, or no icon the pages name; the theme changed")
@@ -83,3 +99,23 @@ def subset_icon_fonts(folder: Path) -> list[str]:
         path.unlink()  # the theme's font, copied in whole: its cut takes its place
         _write(folder, f"{ICON_FONTS}/{path.name}", out.getvalue())
     return icons
+
+
+_EAGER_IMG = re.compile(r"<img\b(?![^>]*\sloading=)", re.I)
+
+
+def lazy_pictures(folder: Path) -> int:
+    """Every <img> of the built pages without a `loading` attribute gets loading="lazy": a chapter's diagrams load as
+    the reader comes to them, not with the page (Sphinx writes a Markdown picture without one). Returns how many."""
+    count = 0
+    for path in sorted(folder.rglob("*.html")):
+        rel = path.relative_to(folder).as_posix()
+        if rel.startswith("_static/"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        lazy, n = _EAGER_IMG.subn('<img loading="lazy"', text)
+        if n:
+            path.unlink()
+            _write(folder, rel, lazy)
+            count += n
+    return count

@@ -1,6 +1,7 @@
 // The book's pages: draw each chart (a div holding its vega-lite spec and its picture) with the bundled vega-embed,
-// which only a page with a chart loads (_static/vega.js, beside this script); the picture stays where JavaScript is
-// off or a chart cannot be drawn. Every picture opens at full size.
+// which only a page with a chart loads (_static/vega.js, beside this script), and only once a chart comes near the
+// screen; the picture stays where JavaScript is off or a chart cannot be drawn. Every figure fits its column and opens
+// at full size, where its smallest label is at least 9 CSS px tall.
 (function () {
   "use strict";
   var here = document.currentScript ? document.currentScript.src : "";
@@ -18,25 +19,90 @@
     target.className = "tb-chart-drawn";
     return window.vegaEmbed(target, spec, {renderer: "svg", actions: false}).then(function () {
       box.appendChild(target);
-      keepReadable(target.querySelector("svg"));
+      var open = document.createElement("button");
+      open.type = "button";
+      open.className = "tb-chart-open btn btn-sm btn-outline-secondary";
+      open.textContent = "Open the chart at full size";
+      open.addEventListener("click", function () { zoomChart(target.querySelector("svg"), box.getAttribute("aria-label")); });
+      box.appendChild(open);
       box.setAttribute("data-drawn", "true");
     }).catch(function (err) { console.error("chart: " + err); });
   }
-  // A chart shrinks with the column, but never so far that its smallest label is under 9 CSS px: in a narrower column
-  // (a phone's) it keeps that width and scrolls sideways in its box.
-  function keepReadable(svg) {
-    if (!svg) { return; }
+  // The chart library (900 KB) loads when the first chart comes within a screen or so of view, not with the page.
+  function drawWhenNear(charts) {
+    var started = false;
+    function go() {
+      if (started) { return; }
+      started = true;
+      loadVega(function () { charts.forEach(draw); });
+    }
+    if (!("IntersectionObserver" in window)) { go(); return; }
+    var near = new IntersectionObserver(function (entries) {
+      if (entries.some(function (e) { return e.isIntersecting; })) { near.disconnect(); go(); }
+    }, {rootMargin: "800px 0px"});
+    charts.forEach(function (chart) { near.observe(chart); });
+  }
+  // The full-size view: the figure over the page, as wide as its labels need (and as the window allows, up to its own
+  // size), scrolling in both directions and pinch-zoomable; the close button, Escape or a tap beside it closes it.
+  function zoom(figure, label) {
+    var overlay = document.createElement("div");
+    overlay.className = "tb-zoom";
+    overlay.setAttribute("role", "dialog");
+    overlay.setAttribute("aria-modal", "true");
+    overlay.setAttribute("aria-label", label || "The figure at full size");
+    var close = document.createElement("button");
+    close.type = "button";
+    close.className = "tb-zoom-close";
+    close.setAttribute("aria-label", "Close the full-size figure");
+    close.textContent = "\u00d7";
+    var box = document.createElement("div");
+    box.className = "tb-zoom-box";
+    box.appendChild(figure);
+    overlay.appendChild(close);
+    overlay.appendChild(box);
+    var before = document.activeElement;
+    function key(event) { if (event.key === "Escape") { shut(); } }
+    function shut() {
+      overlay.remove();
+      document.removeEventListener("keydown", key);
+      document.documentElement.classList.remove("tb-zoomed");
+      if (before && before.focus) { before.focus(); }
+    }
+    close.addEventListener("click", shut);
+    overlay.addEventListener("click", function (event) { if (event.target !== close) { shut(); } });
+    document.addEventListener("keydown", key);
+    document.body.appendChild(overlay);
+    document.documentElement.classList.add("tb-zoomed");
+    close.focus();
+    return overlay;
+  }
+  function fullWidth(readable, own) {
+    return Math.ceil(Math.max(readable || 0, Math.min(own, window.innerWidth - 16)));
+  }
+  function zoomPicture(img) {
+    var readable = parseFloat(getComputedStyle(img).getPropertyValue("--tb-readable"));
+    var copy = document.createElement("img");
+    copy.src = img.currentSrc || img.src;
+    copy.alt = img.alt;
+    copy.style.width = fullWidth(readable, img.naturalWidth || img.getBoundingClientRect().width) + "px";
+    return zoom(copy, img.alt);
+  }
+  // a chart's smallest label, 9 CSS px tall: the width that needs, from its SVG's own width and font sizes
+  function zoomChart(svg, label) {
     var sizes = Array.prototype.map.call(svg.querySelectorAll("text"), function (t) {
       return parseFloat(getComputedStyle(t).fontSize);
     }).filter(function (size) { return size > 0; });
-    var width = parseFloat(svg.getAttribute("width"));
-    if (sizes.length && width > 0) {
-      svg.style.minWidth = Math.ceil(width * 9 / Math.min.apply(null, sizes)) + "px";
-    }
+    var own = parseFloat(svg.getAttribute("width"));
+    var copy = svg.cloneNode(true);
+    copy.removeAttribute("height");
+    copy.style.width = fullWidth(sizes.length ? own * 9 / Math.min.apply(null, sizes) : 0, own) + "px";
+    copy.style.maxWidth = "none";
+    return zoom(copy, label);
   }
+  window.tbZoom = {picture: zoomPicture, chart: zoomChart};  // for the site's browser test
   function start() {
     var charts = document.querySelectorAll(".tb-chart");
-    if (charts.length) { loadVega(function () { charts.forEach(draw); }); }
+    if (charts.length) { drawWhenNear(Array.prototype.slice.call(charts)); }
     wireToggles();
     plainExcerpts();
     linkPictures();
@@ -45,14 +111,18 @@
     window.addEventListener("hashchange", openTarget);
   }
   // A chapter's deeper sections (proofs, measurements, machinery) fold closed under their "Deeper:" heading: everything
-  // from the heading to the marker the builder put after the section's last cell goes into a <details>.
+  // from the heading to the marker the builder put after the section's last cell goes into a <details>. The heading is
+  // the first "Deeper:" one after the marker before (a deeper section may hold "Deeper:" subsections of its own).
   function foldDeeper() {
+    var before = null;
     document.querySelectorAll(".tb-deeper-end").forEach(function (end) {
       var heading = null;
       document.querySelectorAll("article h2, article h3, article h4").forEach(function (h) {
-        var pos = h.compareDocumentPosition(end);
-        if (/^\s*Deeper:/.test(h.textContent) && (pos & Node.DOCUMENT_POSITION_FOLLOWING)) { heading = h; }
+        var afterBefore = !before || (before.compareDocumentPosition(h) & Node.DOCUMENT_POSITION_FOLLOWING);
+        var beforeEnd = h.compareDocumentPosition(end) & Node.DOCUMENT_POSITION_FOLLOWING;
+        if (!heading && afterBefore && beforeEnd && /^\s*Deeper:/.test(h.textContent)) { heading = h; }
       });
+      before = end;
       if (!heading) { return; }
       var range = document.createRange();
       range.setStartAfter(heading);
@@ -99,7 +169,8 @@
   if (window.location.protocol === "file:" && typeof DOCUMENTATION_OPTIONS !== "undefined") {
     DOCUMENTATION_OPTIONS.SHOW_SEARCH_SUMMARY = false;
   }
-  // The search page's excerpts are the pages' text, where math is still TeX source: each formula becomes "…" there.
+  // The search page's excerpts are the pages' text, where math is still TeX source: each formula becomes "…" there,
+  // and the contents list the theme keeps for print is left out, so that an excerpt is text, not headings.
   // (site.js runs before searchtools.js's own start, which fetches the excerpts later.)
   function plainExcerpts() {
     if (typeof Search === "undefined" || !Search.htmlToText) { return; }
@@ -109,19 +180,28 @@
       page.querySelectorAll(".math, mjx-container, script[type^='math/']").forEach(function (m) {
         m.replaceWith(page.createTextNode("…"));
       });
+      page.querySelectorAll(".onlyprint, .bd-sidebar-secondary, .bd-header-article, .tb-deeper-end").forEach(function (m) { m.remove(); });
       return toText(page.documentElement.outerHTML, anchor);
     };
   }
-  // every picture in the text opens at full size (the chapters' plots are links already; the diagrams become so)
+  // every picture in the text opens at full size: a link to its file (where JavaScript is off), the full-size view here
   function linkPictures() {
     document.querySelectorAll("article img").forEach(function (img) {
-      if (img.closest("a") || img.closest(".tb-chart")) { return; }
-      var link = document.createElement("a");
-      link.href = img.getAttribute("src");
+      if (img.closest(".tb-chart")) { return; }
+      var link = img.closest("a");
+      if (!link) {
+        link = document.createElement("a");
+        link.href = img.getAttribute("src");
+        link.className = "tb-figure-link";
+        img.parentNode.insertBefore(link, img);
+        link.appendChild(img);
+      }
+      if (!link.classList.contains("tb-figure-link")) { return; }  // a picture that links elsewhere keeps its link
       link.title = "Open the figure at full size";
-      link.className = "tb-figure-link";
-      img.parentNode.insertBefore(link, img);
-      link.appendChild(img);
+      link.addEventListener("click", function (event) {
+        event.preventDefault();
+        zoomPicture(img);
+      });
     });
   }
   if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", start); } else { start(); }
