@@ -1694,7 +1694,8 @@ def render(tmp_root: Path) -> str:
     for i, c in enumerate(CASES):
         tmp = tmp_root / f"case{i}"
         tmp.mkdir(parents=True, exist_ok=True)
-        text = re.sub(r"\s+", " ", message(c, tmp)).replace("|", "\\|")
+        # a message's <tmp> or <unk> would be read as an HTML tag, and vanish, on GitHub and on the site
+        text = re.sub(r"\s+", " ", message(c, tmp)).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
         lines.append(f"| `{c.entry}` | {c.mistake} | {text} |")
     return "\n".join(lines) + "\n"
 

@@ -205,7 +205,8 @@ def test_charts_carry_their_spec_and_their_picture(site):
     charts = {}
     for page in (p for p in pages if p.kind == "chapter"):
         for chart in _soup(out, page).select("div.tb-chart"):
-            spec = json.loads(chart.select_one("script[type='application/json']").string)
+            script = (out / "_static" / "charts" / f"{chart['data-chart']}.js").read_text(encoding="utf-8")
+            spec = json.loads(script.splitlines()[1].split(" = ", 1)[1].rstrip(";"))
             assert "$schema" in spec and chart.select_one("img.tb-figure")["alt"]
             charts[page.source] = charts.get(page.source, 0) + 1
     assert charts == {"notebooks/01_embeddings.ipynb": 1, "notebooks/05_training.ipynb": 1,
@@ -230,7 +231,8 @@ def test_the_chart_library_loads_only_where_a_chart_is_and_no_unused_mathjax_is_
     _, out, _ = site
     for path in _all_html(out):
         scripts = [s["src"] for s in _parsed(path).select("script[src]")]
-        assert not [s for s in scripts if "vega.js" in s or "scorer.js" in s], (path.relative_to(out), scripts)
+        assert not [s for s in scripts if "vega.js" in s or "scorer.js" in s or "charts/" in s], (path.relative_to(out),
+                                                                                               scripts)
     assert "loadVega" in (out / "_static" / "site.js").read_text(encoding="utf-8")
     mathjax = out / "_static" / "mathjax"
     assert (mathjax / "startup.js").is_file() and (mathjax / "output" / "chtml.js").is_file()
@@ -462,9 +464,10 @@ def test_two_chapters_attachments_of_one_name_do_not_collide(tmp_path):
     assemble(bk.load_book(book.root), tmp_path / "src")
     static = tmp_path / "src" / "_static" / "attachments"
     assert (static / "01_x" / "c1" / "d.png").read_bytes()[:4] == b"\x89PNG"
-    assert (static / "02_y" / "c1" / "d.png").read_text() == svg
+    assert (static / "02_y" / "c1" / "d.png.png").read_bytes()[:4] == b"\x89PNG"  # an SVG is published drawn
+    assert not (static / "02_y" / "c1" / "d.png").exists()
     text = (tmp_path / "src" / "notebooks" / "02_y.ipynb").read_text()
-    assert "../_static/attachments/02_y/c1/d.png" in text
+    assert "../_static/attachments/02_y/c1/d.png.png" in text
 
 
 @pytest.mark.parametrize("cell_id", ["../../up", "a/b", "x y"])
@@ -645,10 +648,12 @@ def test_a_relative_image_is_copied_into_the_site_and_a_missing_one_is_refused(t
     (book.root / "README.md").write_text("# T\n\n![d](docs/figures/d.svg)\n")
     assemble(book, tmp_path / "src")
     src = tmp_path / "src"
-    assert (src / "_static" / "repository" / "docs" / "figures" / "d.svg").read_text() == svg
-    assert "![d](_static/repository/docs/figures/d.svg)" in (src / "index.md").read_text()
-    assert "![again](../_static/repository/docs/figures/d.svg)" in (src / "docs" / "a.md").read_text()
-    assert "](../_static/repository/docs/figures/d.svg)" in (src / "notebooks" / "01_x.ipynb").read_text()
+    # an SVG is published as the PNG it draws: a file a browser opens as a picture only
+    assert (src / "_static" / "repository" / "docs" / "figures" / "d.svg.png").read_bytes()[:4] == b"\x89PNG"
+    assert not (src / "_static" / "repository" / "docs" / "figures" / "d.svg").exists()
+    assert "![d](_static/repository/docs/figures/d.svg.png)" in (src / "index.md").read_text()
+    assert "![again](../_static/repository/docs/figures/d.svg.png)" in (src / "docs" / "a.md").read_text()
+    assert "](../_static/repository/docs/figures/d.svg.png)" in (src / "notebooks" / "01_x.ipynb").read_text()
     assert "github.com" not in (src / "index.md").read_text()
     (book.root / "README.md").write_text("# T\n\n![d](docs/figures/gone.png)\n")
     with pytest.raises(SiteError, match="README.md: the image docs/figures/gone.png: docs/figures/gone.png is missing"):
@@ -1211,3 +1216,174 @@ def test_a_plots_readable_width_follows_its_smallest_font_and_its_dpi():
     Image.new("RGB", (1000, 200)).save(plain, format="PNG")
     assert _plot_width(plain.getvalue(), "ax.legend(fontsize=7)") is None
 
+
+
+# ---- safe by construction: forms that a parser other than the browser's reads differently, planted in a chapter's
+# Markdown and in its outputs of every kind the builder passes on. Each would run a script (setting window.planted),
+# load from outside (the port 9 of this machine, closed: a request there is seen as leaving the site) or leave a live
+# javascript: link. The builder's scan may refuse some with a message; whatever it lets through must be inert.
+OUTSIDE = "http://127.0.0.1:9"
+PLANTED = {
+    "a comment a browser closes early": "<!--><script>window.planted = 'comment'</script><!-- -->",
+    "a CDATA-like section": "<![CDATA[><script>window.planted = 'cdata'</script>]]>",
+    "a script in an attribute inside noscript":
+        "<noscript><p title=\"</noscript><img src=x onerror=window.planted='noscript'>\"></p></noscript>",
+    "an iframe of a data: SVG that loads from outside":
+        f"<iframe src=\"data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg'%3E%3Cimage "
+        f"href='{OUTSIDE}/iframe.png'/%3E%3C/svg%3E\"></iframe>",
+    "an object of a data: SVG": f"<object data=\"data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg'%3E"
+                                 f"%3Cimage href='{OUTSIDE}/object.png'/%3E%3C/svg%3E\"></object>",
+    "an embed of a data: SVG": f"<embed src=\"data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg'%3E"
+                               f"%3Cimage href='{OUTSIDE}/embed.png'/%3E%3C/svg%3E\">",
+    "an event handler in an SVG": "<svg><rect width=\"9\" height=\"9\" onload=\"window.planted='svg'\"/></svg>",
+    "a javascript: link": "<a href=\"javascript:window.planted='link'\">click</a>",
+    "a javascript: link with entities": "<a href=\"jav&#x09;ascript:window.planted='entity'\">click</a>",
+    "a style that loads from outside": f"<div style=\"background: url({OUTSIDE}/style.png)\">styled</div>",
+    "a form posting outside": f"<form action=\"{OUTSIDE}/form\"><button id=\"planted-submit\">go</button></form>",
+    "a base that moves every link": f"<base href=\"{OUTSIDE}/\">",
+    "a meta refresh": f"<meta http-equiv=\"refresh\" content=\"0; url={OUTSIDE}/refresh\">",
+}
+PLANTED_TEX = {  # MathJax's html extension: a link that runs, a style that loads
+    "\\href to javascript:": "$\\href{javascript:window.planted='href'}{x}$",
+    "\\style loading from outside": f"$\\style{{background-image: url({OUTSIDE}/tex.png)}}{{y}}$",
+    "\\require of the html extension": "$\\require{html}\\href{javascript:window.planted='require'}{z}$",
+}
+
+
+def _planted_book(tmp_path, planted):
+    """A chapter with each (place, form) of `planted`: place "markdown" or an output's type."""
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    cells = [md("# Chapter 1: X\n\n## 1. The planted forms")]
+    for n, (place, form) in enumerate(planted):
+        if place == "markdown":
+            cells.append(md(f"Form {n} in Markdown:\n\n{form}\n\nafter it."))
+        else:
+            body = form if place != "image/svg+xml" else f"<svg xmlns=\"http://www.w3.org/2000/svg\">{form}</svg>"
+            cells.append(code("show()", outputs=[nbformat.v4.new_output("display_data", {place: body})]))
+    for n, cell in enumerate(cells):
+        cell["id"] = f"p{n}"
+    return _small_book(tmp_path, cells, alt="{}\n")
+
+
+def test_planted_scripts_outside_loads_and_javascript_links_are_inert_on_the_built_site(tmp_path):
+    """Every planted form the build lets through is inert in headless Chromium: no script it carries runs (on load or
+    on a click of what it draws), nothing loads from outside the site, no link leads to javascript:, no form posts
+    outside; and every page carries the site's policy."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from transformer_lib.book.site_policy import POLICY
+
+    tries = [(place, form) for form in PLANTED.values()
+             for place in ("markdown", "text/html", "text/markdown", "image/svg+xml")]
+    tries += [(place, form) for form in PLANTED_TEX.values() for place in ("markdown", "text/latex")]
+    let_through = []
+    for n, planted in enumerate(tries):  # each alone: which ones does the build refuse?
+        (tmp_path / f"try{n}").mkdir()
+        try:
+            assemble(_planted_book(tmp_path / f"try{n}", [planted]), tmp_path / f"try{n}" / "src")
+        except SiteError as err:  # refused with a message naming the cell: never reaches a page
+            assert "notebooks/01_x.ipynb cell" in str(err), (planted, str(err))
+            continue
+        let_through.append(planted)
+    # the scan is a list of known forms: the policy and the sanitizer must hold for the forms it misses
+    assert len(let_through) >= 20, let_through
+    (tmp_path / "book").mkdir()
+    book = _planted_book(tmp_path / "book", let_through)
+    tex = [f for place, f in let_through if f in PLANTED_TEX.values()]
+    removed = []
+    build_site(book, tmp_path / "site", log=removed.append)
+    page = tmp_path / "site" / "notebooks" / "01_x.html"
+    text = page.read_text(encoding="utf-8")
+    assert 'http-equiv="Content-Security-Policy"' in text and POLICY.split(";")[0] in text
+    assert any("removed" in line for line in removed), removed  # what the sanitizer took out is said
+    browser = _browser()
+    try:
+        browser.get_log("performance")
+        browser.get(page.as_uri())
+        WebDriverWait(browser, 30, poll_frequency=POLL).until(lambda b: b.execute_script(
+            "return document.readyState === 'complete' && (!window.MathJax || !MathJax.startup || "
+            "!MathJax.startup.promise || MathJax.typesetDone !== false)"))
+        browser.execute_script("return window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
+        live = browser.execute_script(
+            "return [window.planted || null, Array.from(document.querySelectorAll('a[href], [href], [src], [action]'))"
+            ".map(e => e.getAttribute('href') || e.getAttribute('src') || e.getAttribute('action'))"
+            ".filter(u => /^\\s*(javascript|data:text\\/html)/i.test(u) || u.indexOf('127.0.0.1:9') >= 0), "
+            "document.querySelectorAll('article iframe, article object, article embed, article script:not([src]), "
+            "base, meta[http-equiv=refresh]').length, document.querySelectorAll('.math mjx-container').length]")
+        # a click on whatever the forms drew (links are checked above: none leads to javascript:)
+        for element in browser.find_elements("css selector", "article svg, article svg *, article button, "
+                                             "mjx-container, mjx-container *"):
+            try:
+                browser.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", element)
+            except Exception:  # an element the click removed or moved: the others still count
+                pass
+        clicked = browser.execute_script("return window.planted || null")
+        requests, _ = _requests(browser)
+        on_page = browser.current_url
+    finally:
+        browser.quit()
+    planted, links, elements, typeset = live
+    assert planted is None and clicked is None, (planted, clicked)
+    assert links == [] and elements == 0, (links, elements)
+    assert [u for u in requests if "127.0.0.1:9" in u or urllib.parse.urlparse(u).scheme in ("http", "https")] == []
+    assert on_page.startswith((tmp_path / "site").as_uri() + "/"), on_page  # nothing took the reader off the site
+    assert typeset >= len(tex), typeset  # the TeX is typeset (its html extension's macros as errors, inert)
+
+
+
+@pytest.mark.parametrize("html, kept, gone", [
+    ('<p class="x" id="y">text <code>a &lt; b</code> <a href="../a.html#b" title="t">link</a></p>',
+     ['class="x"', 'id="y"', "a &lt; b", 'href="../a.html#b"'], []),
+    ('<a href="https://arxiv.org/abs/1706.03762">a</a><a href="mailto:a@b.c">m</a>', ["https://arxiv.org", "mailto:"], []),
+    ('<img src="../_images/a.png" alt="a map" loading="lazy" data-readable="600">',
+     ['src="../_images/a.png"', 'alt="a map"', 'data-readable="600"'], []),
+    ('<img src="data:image/png;base64,AAAA" alt="x">', ["data:image/png"], []),
+    ('<table border="1"><tr><td colspan="2">1</td></tr></table>', ["<td", 'colspan="2"'], []),
+    ('<script>window.planted = 1</script><p>after</p>', ["<p>after</p>"], ["<script", "planted"]),
+    ('<style>p { color: red }</style><p style="background: url(https://x.example/a.png)">s</p>', ["<p>s</p>"],
+     ["<style", "style=", "x.example"]),
+    ('<a href="javascript:alert(1)">x</a><a href="jav&#x09;ascript:alert(1)">y</a>', [">x</a>", ">y</a>"],
+     ["javascript", "href"]),
+    ('<a href="data:text/html,<script>alert(1)</script>">d</a>', [">d</a>"], ["data:", "alert"]),
+    ('<img src="https://x.example/a.png" onerror="alert(1)" alt="a">', ['alt="a"'], ["x.example", "onerror"]),
+    ('<iframe src="data:text/html,<script>alert(1)</script>"></iframe><object data="a.svg"></object><embed src="b">',
+     [], ["iframe", "object", "embed", "alert"]),
+    ('<svg><rect onload="alert(1)"/></svg><math><mi>x</mi></math>', [], ["<svg", "onload", "<math"]),
+    ('<!--><script>alert(1)</script><!-- -->', [], ["<script", "alert"]),
+    ('<noscript><p title="</noscript><img src=x onerror=alert(1)>"></p></noscript>', [], ["onerror", "alert"]),
+    ('<form action="https://x.example/post"><input name="q"></form><form action="search.html"></form>',
+     ['action="search.html"', 'name="q"'], ["x.example"]),
+    ('<base href="https://x.example/"><meta http-equiv="refresh" content="0; url=https://x.example">', [],
+     ["<base", "<meta", "x.example"]),
+])
+def test_the_sanitizer_keeps_what_the_book_uses_and_nothing_that_runs_or_leaves(html, kept, gone):
+    """The allowlist: the markup the theme and the book write stays, a script, style, frame, handler or address
+    that leaves the site does not, however it is written."""
+    from transformer_lib.book.site_policy import sanitize
+
+    clean = sanitize(html)
+    assert [k for k in kept if k not in clean] == [] and [g for g in gone if g in clean] == [], clean
+
+
+def test_the_policy_hashes_the_heads_scripts_and_reports_what_the_sanitizer_removes():
+    """A page's policy lets the scripts of its head run by their hash and nothing else inline; the body's planted
+    script goes, and the report names it; a page without the theme's layout is refused, naming it."""
+    import base64
+    import hashlib
+
+    from transformer_lib.book.site_policy import _policy_page
+
+    head_script = "document.documentElement.dataset.mode = 'auto';"
+    page = ("<!DOCTYPE html><html><head><meta charset=\"utf-8\" /><script>" + head_script + "</script></head>"
+            "<body><p>text</p><script>window.planted = 1</script><button onclick=\"window.print()\">p</button>"
+            "<a href=\"x\" onclick=\"steal()\">a</a>\n<script defer src=\"../_static/scripts/bootstrap.js\"></script>"
+            "\n</body>\n</html>\n")
+    out, removed = _policy_page(page, "notebooks/p.html")
+    digest = base64.b64encode(hashlib.sha256(head_script.encode()).digest()).decode()
+    assert f"script-src 'self' 'sha256-{digest}';" in out and "unsafe-inline'; img" in out and "unsafe-eval" not in out
+    assert "window.planted" not in out and 'data-tb-action="print"' in out and "steal" not in out
+    assert '<script defer src="../_static/scripts/bootstrap.js"></script>' in out  # the theme's own, kept
+    assert removed == ["<script>", "onclick="], removed
+    with pytest.raises(SiteError, match="notebooks/q.html: no <body> and theme scripts"):
+        _policy_page("<html><head><meta charset='utf-8'></head><p>x</p><script>evil()</script></html>",
+                     "notebooks/q.html")

@@ -16,7 +16,7 @@ __all__ = ["main"]
 
 # what `book html` needs, by distribution name (pyproject.toml's site extra installs them)
 SITE_PACKAGES = ("jupyter-book", "sphinx", "myst-nb", "myst-parser", "sphinx-book-theme", "pydata-sphinx-theme",
-                 "sphinx-mathjax-offline", "vl-convert-python", "fonttools", "brotli")
+                 "sphinx-mathjax-offline", "vl-convert-python", "fonttools", "brotli", "nh3")
 
 
 def missing_site_packages() -> list[str]:

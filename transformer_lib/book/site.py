@@ -43,6 +43,7 @@ from transformer_lib.book.site_chapters import (ALT_TEXT_FILE, VEGALITE_MIMES, _
                                                 _read_notebook)
 from transformer_lib.book.site_markdown import (_BADGE, _DEFINITION, _HTML_HREF, _LINK, MYST_EXTENSIONS, _markdown,
                                                 _Place, rewrite_links)
+from transformer_lib.book.site_policy import apply_policy
 from transformer_lib.book.site_safety import SiteError, _inside, _source, _write, html_loads
 from transformer_lib.book.site_weight import lazy_pictures, subset_icon_fonts, theme_templates
 
@@ -279,17 +280,21 @@ html_context = {{**globals().get("html_context", {{}}), "default_mode": "auto"}}
 html_theme_options.update(use_download_button=True, show_toc_level=2, navigation_with_keys=False)
 html_theme_options["logo"] = {{**html_theme_options.get("logo", {{}}), "text": {title!r}}}
 html_sidebars = {{"**": ["navbar-logo.html", "sbt-sidebar-nav.html"]}}  # one search box: the header's
-# Jupyter Book puts every script of _static on every page: the chart library only where site.js finds a chart, the
-# search ranking only on the search page (html_search_scorer)
-html_js_files = [f for f in html_js_files if (f[0] if isinstance(f, tuple) else f) not in ("vega.js", "scorer.js")]
+# Jupyter Book puts every script of _static on every page: the chart library and the charts' specs only where site.js
+# finds a chart, the search ranking only on the search page (html_search_scorer)
+html_js_files = [f for f in html_js_files if (f[0] if isinstance(f, tuple) else f) not in ("vega.js", "scorer.js")
+                 and not (f[0] if isinstance(f, tuple) else f).startswith("charts/")]
 # MathJax from its parts, not tex-chtml.js (1.2 MB): the TeX input, the HTML output and the hidden MathML a screen
 # reader reads, without the contextual menu (0.4 MB)
 def setup(app):  # run after the extensions' own: sphinx-mathjax-offline sets tex-chtml.js in its setup
     app.config.mathjax_path = "mathjax/startup.js"
 
 
+# and without TeX's html extension (\\href, \\style, \\class, \\cssId link, style and name the page): never loaded,
+# by \\require or by using one of its macros
 mathjax3_config = {{**(globals().get("mathjax3_config") or {{}}),
-                    "loader": {{"load": ["input/tex", "output/chtml", "a11y/assistive-mml"]}}}}
+                    "loader": {{"load": ["input/tex", "output/chtml", "a11y/assistive-mml"]}},
+                    "tex": {{"autoload": {{"html": []}}, "require": {{"allow": {{"html": False, "[tex]/html": False}}}}}}}}
 """
 # MathJax's bundles and outputs that no page loads: every page with math loads mathjax/startup.js, which fetches the
 # parts CONF_ADDITIONS names (TeX input, CHTML output, assistive MathML) and what they need from beside it
@@ -362,6 +367,7 @@ def build_site(book, out: Path, log=print) -> list[Page]:
             shutil.copytree(built, folder, dirs_exist_ok=True, ignore=leave_out)
             subset_icon_fonts(folder)
             lazy_pictures(folder)
+            apply_policy(folder, log)
             for chapter in book.chapters:  # the download button gives the chapter as committed, outputs and all
                 target = _inside(folder, f"_sources/{chapter.file}")
                 target.unlink(missing_ok=True)

@@ -19,6 +19,7 @@ import yaml
 
 from transformer_lib.book.prose import DEEPER_HEADING
 from transformer_lib.book.site_markdown import _check_markdown, _markdown, _Place
+from transformer_lib.book.site_policy import svg_as_png
 from transformer_lib.book.site_safety import SiteError, _address, _hrefs, _source, _write, html_loads
 
 __all__ = ["ALT_TEXT_FILE", "VEGALITE_MIMES"]
@@ -62,22 +63,25 @@ def _plot_width(png: bytes, source: str) -> int | None:
 
 def _figure_html(png_b64: str, site: Path, to_static: str, name: str, alt: str, chart: dict | None = None,
                  source: str = "") -> str:
-    """An output's figure as a file in _static/figures and the HTML that shows it, linked to its full size; a chart
-    also carries its spec, which site.js draws over the picture. `to_static`: the page's way to _static/. A plot fits
-    its column; its full-size view (site.js) is at least as wide as its smallest text needs to be READABLE_PX tall
-    (`source`: its cell's code), a width it carries as the CSS property --tb-readable."""
+    """An output's figure as a file in _static/figures and the HTML that shows it, linked to its full size. A chart
+    also has its spec written to _static/charts/<name>.js, which site.js loads and draws over the picture (the page
+    holds the chart's name, data-chart, never a script). `to_static`: the page's way to _static/. A plot fits its
+    column; its full-size view (site.js) is at least as wide as its smallest text needs to be READABLE_PX tall
+    (`source`: its cell's code), a width it carries as data-readable."""
     png = base64.b64decode(png_b64)
     _write(site, f"_static/figures/{name}", png)
     src = f"{to_static}/figures/{name}"
     width = None if chart is not None else _plot_width(png, source)
-    style = f' style="--tb-readable: {width}px"' if width else ""
+    readable = f' data-readable="{width}"' if width else ""
     img = (f'<a class="tb-figure-link" href="{src}" title="Open the figure at full size">'
-           f'<img class="tb-figure" src="{src}" alt="{html.escape(alt, quote=True)}" loading="lazy"{style}></a>')
+           f'<img class="tb-figure" src="{src}" alt="{html.escape(alt, quote=True)}" loading="lazy"{readable}></a>')
     if chart is None:
         return f'<div class="tb-figure-box">{img}</div>'
-    spec = json.dumps(chart).replace("</", "<\\/").replace("<!--", "<\\!--")  # nothing closes the script element
-    return (f'<div class="tb-chart" role="figure" aria-label="{html.escape(alt, quote=True)}">{img}'
-            f'<script type="application/json">{spec}</script></div>')
+    stem = Path(name).stem
+    _write(site, f"_static/charts/{stem}.js", "window.tbCharts = window.tbCharts || {};\n"
+           f"window.tbCharts[{json.dumps(stem)}] = {json.dumps(chart)};\n")
+    return (f'<div class="tb-chart" role="figure" aria-label="{html.escape(alt, quote=True)}" data-chart="{stem}">'
+            f'{img}</div>')
 
 
 def _text(value) -> str:
@@ -114,7 +118,11 @@ def _chapter(nb, where: str, alt: dict, site: Path, place: _Place, site_pages: s
                     raise SiteError(f"{at}: the attachment {name} loads {', '.join(found[:4])}; a page loads "
                                     "nothing from outside the site")
                 site_path = f"_static/attachments/{stem}/{cell_id}/{name}"
-                _write(site, site_path, data.encode() if mime == "image/svg+xml" else base64.b64decode(data))
+                if mime == "image/svg+xml":  # published as a picture only (site_policy)
+                    picture, site_path = svg_as_png(data, f"{at}: the attachment {name}"), site_path + ".png"
+                else:
+                    picture = base64.b64decode(data)
+                _write(site, site_path, picture)
                 source = source.replace(f"attachment:{name}", place.from_page(site_path))
             if m := re.search(r"attachment:([^()\s]+)", source):
                 raise SiteError(f"{at}: the picture {m.group(1)} is not attached to its cell")
@@ -133,6 +141,10 @@ def _chapter(nb, where: str, alt: dict, site: Path, place: _Place, site_pages: s
                     raise SiteError(f"{at}: an output of type {unknown[0]}, which the site does not show (scripts "
                                     "and widgets would load code); clear it")
                 _check_output(data, place, at, site_pages)
+                if "image/svg+xml" in data and "image/png" not in data:  # published as a picture only (site_policy)
+                    png = svg_as_png(_text(data.pop("image/svg+xml")), f"{at}: an output (image/svg+xml)")
+                    data["image/png"] = base64.b64encode(png).decode()
+                data.pop("image/svg+xml", None)
                 if "image/png" not in data:
                     continue
                 if n >= len(texts) or not str(texts[n]).strip():
@@ -234,7 +246,8 @@ def _alt_texts(book) -> dict:
 
 def _diagram_widths(book) -> str:
     """CSS giving each diagram of docs/figures/ the width at which its smallest label is READABLE_PX tall, as the
-    property --tb-readable: the diagram fits its column, and its full-size view (site.js) is at least that wide."""
+    property --tb-readable (a plot carries its own as data-readable): the diagram fits its column, and its full-size
+    view (site.js) is at least that wide."""
     from transformer_lib.diagrams import FIGURES_DIR, READABLE_PX, animation, readable_width
 
     rules = []

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from transformer_lib.book.site_policy import svg_as_png
 from transformer_lib.book.site_safety import (_LINK_SCHEMES, _MEDIA, _SCHEME, SiteError, _address, _hrefs, _source,
                                               _write, html_loads)
 
@@ -133,11 +134,12 @@ class _Place:
             except SiteError as err:
                 raise SiteError(f"{self.at or self.where}: the image {target}: {err}") from None
             data = path.read_bytes()
+            site_path = "_static/repository/" + resolved
             if resolved.lower().endswith(".svg"):
                 if found := html_loads(data.decode("utf-8", "replace")):
                     raise SiteError(f"{self.at or self.where}: the image {target} loads {', '.join(found[:4])}; "
                                     "a page loads nothing from outside the site")
-            site_path = "_static/repository/" + resolved
+                data, site_path = svg_as_png(data, f"{self.at or self.where}: the image {target}"), site_path + ".png"
             _write(self.site, site_path, data)
             self.copied[resolved] = site_path
         return self.copied[resolved]

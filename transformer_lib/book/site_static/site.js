@@ -5,16 +5,26 @@
 (function () {
   "use strict";
   var here = document.currentScript ? document.currentScript.src : "";
-  function loadVega(then) {
-    if (window.vegaEmbed) { then(); return; }
+  function loadScript(src, then) {
     var script = document.createElement("script");
-    script.src = here.replace(/site\.js(\?.*)?$/, "vega.js$1");
+    script.src = src;
     script.onload = then;
     script.onerror = function () { console.error("chart: " + script.src + " could not be loaded"); };
     document.head.appendChild(script);
   }
+  function loadVega(then) {
+    if (window.vegaEmbed) { then(); return; }
+    loadScript(here.replace(/site\.js(\?.*)?$/, "vega.js$1"), then);
+  }
+  // a chart's spec, from the script the builder wrote beside this one (_static/charts/<its name>.js)
   function draw(box) {
-    var spec = JSON.parse(box.querySelector("script[type='application/json']").textContent);
+    var name = box.getAttribute("data-chart") || "";
+    if (!/^[A-Za-z0-9_.-]+$/.test(name)) { console.error("chart: no chart named " + name); return; }
+    if (!(window.tbCharts && window.tbCharts[name])) {
+      loadScript(here.replace(/site\.js(\?.*)?$/, "charts/" + name + ".js"), function () { draw(box); });
+      return;
+    }
+    var spec = window.tbCharts[name];
     var target = document.createElement("div");
     target.className = "tb-chart-drawn";
     return window.vegaEmbed(target, spec, {renderer: "svg", actions: false}).then(function () {
@@ -80,7 +90,7 @@
     return Math.ceil(Math.max(readable || 0, Math.min(own, window.innerWidth - 16)));
   }
   function zoomPicture(img) {
-    var readable = parseFloat(getComputedStyle(img).getPropertyValue("--tb-readable"));
+    var readable = parseFloat(img.getAttribute("data-readable") || getComputedStyle(img).getPropertyValue("--tb-readable"));
     var copy = document.createElement("img");
     copy.src = img.currentSrc || img.src;
     copy.alt = img.alt;
@@ -104,6 +114,7 @@
     var charts = document.querySelectorAll(".tb-chart");
     if (charts.length) { drawWhenNear(Array.prototype.slice.call(charts)); }
     wireToggles();
+    wireThemeActions();
     plainExcerpts();
     linkPictures();
     foldDeeper();
@@ -164,6 +175,19 @@
         });
       });
     });
+  }
+  // The theme's print and full-screen buttons, whose handler attributes the site's policy would not run (the builder
+  // names their action instead); and the search page's box, focused as the theme's own script did.
+  function wireThemeActions() {
+    document.querySelectorAll("[data-tb-action]").forEach(function (button) {
+      button.addEventListener("click", function () {
+        var action = button.getAttribute("data-tb-action");
+        if (action === "print") { window.print(); }
+        if (action === "fullscreen" && typeof window.toggleFullScreen === "function") { window.toggleFullScreen(); }
+      });
+    });
+    var box = /search\.html$/.test(window.location.pathname) && document.querySelector("form.bd-search input");
+    if (box) { box.focus(); box.select(); }
   }
   // Over file://, a browser refuses the requests Sphinx's search makes for its excerpts: list the pages without them.
   if (window.location.protocol === "file:" && typeof DOCUMENTATION_OPTIONS !== "undefined") {
