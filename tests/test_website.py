@@ -1387,3 +1387,15 @@ def test_the_policy_hashes_the_heads_scripts_and_reports_what_the_sanitizer_remo
     with pytest.raises(SiteError, match="notebooks/q.html: no <body> and theme scripts"):
         _policy_page("<html><head><meta charset='utf-8'></head><p>x</p><script>evil()</script></html>",
                      "notebooks/q.html")
+
+
+def test_two_builds_of_one_book_are_byte_identical(tmp_path):
+    """Every file of the site, the cut icon fonts included, is the same bytes when the book is built again."""
+    book = _small_book(_folder(tmp_path / "book"), [_md_cell("# Chapter 1: X\n\n$x^2$ and text."), _plot_cell()])
+    for n in (1, 2):
+        build_site(book, tmp_path / f"site{n}", log=lambda *_: None)
+    files = {p.relative_to(tmp_path / "site1") for p in (tmp_path / "site1").rglob("*") if p.is_file()}
+    assert files == {p.relative_to(tmp_path / "site2") for p in (tmp_path / "site2").rglob("*") if p.is_file()}
+    differ = sorted(str(f) for f in files if (tmp_path / "site1" / f).read_bytes() != (tmp_path / "site2" / f).read_bytes())
+    assert differ == [], differ
+    assert any(f.suffix == ".woff2" for f in files)

@@ -86,7 +86,7 @@ def subset_icon_fonts(folder: Path) -> list[str]:
     for path in sorted(fonts.iterdir()):
         if path.suffix not in (".woff2", ".ttf"):
             continue
-        font = TTFont(path)
+        font = TTFont(path, recalcTimestamp=False)  # its date as published: two builds write the same bytes
         options = subset.Options()
         options.flavor = "woff2" if path.suffix == ".woff2" else None
         options.layout_features = ["*"]
