@@ -173,6 +173,41 @@ def test_resuming_without_the_moving_average_names_the_missing_file(data, tmp_pa
         train_translation(recipe, tmp_path, data=data, progress=False, log=quiet, device="cpu")
 
 
+def test_resuming_with_another_runs_moving_average_names_the_file_and_the_weight(data, tmp_path):
+    """A moving-average file of a model of another width (another run's, copied in) is refused before anything is
+    restored, naming the file and the first weight whose shape differs, not with PyTorch's state-dict error."""
+    recipe = replace(TINY, ema=0.9)
+    train_translation(replace(recipe, epochs=1), tmp_path / "run", data=data, progress=False, log=quiet, device="cpu")
+    train_translation(replace(recipe, epochs=1, d_model=2 * TINY.d_model), tmp_path / "wide", data=data,
+                      progress=False, log=quiet, device="cpu")
+    own = (tmp_path / "run" / "ema_001.safetensors").read_bytes()
+    (tmp_path / "run" / "ema_001.safetensors").write_bytes((tmp_path / "wide" / "ema_001.safetensors").read_bytes())
+    state = (tmp_path / "run" / "state.safetensors").read_bytes()
+    with pytest.raises(ValueError, match=r"ema_001\.safetensors is not this run's moving average: its \S+ is \(\d+"):
+        train_translation(recipe, tmp_path / "run", data=data, progress=False, log=quiet, device="cpu")
+    assert (tmp_path / "run" / "state.safetensors").read_bytes() == state  # nothing restored or written over
+    (tmp_path / "run" / "ema_001.safetensors").write_bytes(own)
+    train_translation(recipe, tmp_path / "run", data=data, progress=False, log=quiet, device="cpu")  # its own resumes
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-1", "0"])
+def test_a_forecast_file_with_a_number_no_measurement_gives_is_refused_naming_it(data, tmp_path, value):
+    """forecast.json's numbers must be positive and finite: NaN, an infinity, zero or a negative number is refused,
+    naming the file and the number, and the file is left as it was."""
+    import json
+
+    from transformer_lib import runs
+
+    runs.forecast_run(tmp_path, TINY, data, torch.device("cpu"), steps=2)
+    kept = json.loads((tmp_path / "forecast.json").read_text())
+    kept["forecast"]["minutes"] = float(value)
+    (tmp_path / "forecast.json").write_text(json.dumps(kept))
+    before = (tmp_path / "forecast.json").read_text()
+    with pytest.raises(ValueError, match=r"forecast\.json: not a forecast this package wrote .*minutes is .*delete it"):
+        runs.forecast_run(tmp_path, TINY, data, torch.device("cpu"), steps=2)
+    assert (tmp_path / "forecast.json").read_text() == before
+
+
 @pytest.mark.parametrize("bf16", [False, True])
 def test_a_fast_recipe_trains_like_the_readable_one(data, finished_run, tmp_path, monkeypatch, bf16):
     """Recipe(fast=True) trains on chapter 9's twins (bfloat16 autocast where the hardware has it, forced here both

@@ -17,6 +17,7 @@ It imports nothing from chapter 8: `train_translation` hands it the chapter's ow
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Callable, NamedTuple
 
@@ -226,6 +227,9 @@ def forecast_run(out_dir, recipe, data, device, speedup=None, steps: int = 8) ->
         try:
             kept = json.loads(path.read_text(encoding="utf-8"))
             numbers = {k: float(kept["forecast"][k]) for k in FORECAST_KEYS}
+            wrong = [k for k, v in numbers.items() if not (math.isfinite(v) and v > 0)]
+            if wrong:  # a number no measurement gives: NaN, infinite, zero or negative
+                raise ValueError(f"{wrong[0]} is {numbers[wrong[0]]}, not a positive number")
             same = type(recipe).from_dict(kept["recipe"]).to_dict() == recipe.to_dict()  # fields added since: defaults
         except (ValueError, KeyError, TypeError, UnicodeDecodeError) as err:
             raise ValueError(f"{path}: not a forecast this package wrote ({type(err).__name__}: {err}); delete it "
@@ -259,7 +263,7 @@ def resume(out_dir: Path, recipe, data, model, optimizer, scheduler, log, averag
     checks.check_resume_data(path, info, tensors, model, data.src_vocab, data.tgt_vocab)  # same vocabularies
     check_run_length(path.parent, info["epoch"], recipe.epochs)  # fewer epochs would rewrite its record untruly
     if average is not None:  # checked before anything is restored
-        kept = checks.check_kept_average(ema_path(out_dir, info["epoch"]), load_checkpoint)
+        kept = checks.check_kept_average(ema_path(out_dir, info["epoch"]), load_checkpoint, average.module)
     restore_training_state(tensors, info, model, optimizer, scheduler)
     if average is not None:
         average.module.load_state_dict(kept.state_dict())

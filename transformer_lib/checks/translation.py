@@ -97,13 +97,25 @@ def check_recipe(r) -> None:
         raise ValueError(f"length_penalty must be >= 0 (0: plain log-probability), got {r.length_penalty!r}")
 
 
-def check_kept_average(path, load):
+def check_kept_average(path, load, model=None):
     """The moving average a resumed run needs (a recipe with `ema`): the model in `path`, loaded by `load`
-    (load_checkpoint, which names a damaged file), or a ValueError naming the missing file."""
+    (load_checkpoint, which names a damaged file), or a ValueError naming the missing file, or naming the file and
+    the first weight whose shape differs from `model`'s (another run's average, of another size)."""
     if not path.is_file():
         raise ValueError(f"{path} is missing: it holds the run's moving average (the recipe's ema) after the epoch "
                          "its training state holds; delete state.safetensors to start the run over")
-    return load(path)[0]
+    kept = load(path)[0]
+    if model is not None:
+        ours, theirs = model.state_dict(), kept.state_dict()
+        names = sorted(set(ours) ^ set(theirs))
+        wrong = names[:1] or [k for k in ours if tuple(ours[k].shape) != tuple(theirs[k].shape)][:1]
+        if wrong:
+            name = wrong[0]
+            shapes = (f"{tuple(theirs[name].shape)} where this run's model has {tuple(ours[name].shape)}"
+                      if name in ours and name in theirs else "a weight the other does not have")
+            raise ValueError(f"{path} is not this run's moving average: its {name} is {shapes}; delete it and "
+                             "state.safetensors to start the run over")
+    return kept
 
 
 def check_cooldown(cooldown) -> None:
