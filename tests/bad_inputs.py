@@ -1036,6 +1036,15 @@ def _(tmp): F.int8_matmul(torch.ones(3, 4, dtype=torch.int8), torch.ones(5, 2, d
 def _(tmp): F.int8_linear(torch.ones(3, 2))(torch.ones(5, 4))
 
 
+@case("quantized_linear(weight)(x)", "a batch with one row of inf (one scale would spoil every row)", ValueError,
+      "row 1 of x", "inf or NaN")
+def _(tmp): F.quantized_linear(torch.ones(3, 2))(torch.tensor([[1.0, 2.0], [float("inf"), 0.0], [3.0, 4.0]]))
+
+
+@case("quantize_int8(x)", "a row holding NaN", ValueError, "row 0 of x", "inf or NaN")
+def _(tmp): F.quantize_int8(torch.tensor([[float("nan"), 1.0]]))
+
+
 @case("quantized_linear(weight)", "a weight holding nan", ValueError, "weight", "inf or nan")
 def _(tmp): F.quantized_linear(torch.tensor([[1.0, float("nan")]]))
 

@@ -199,6 +199,47 @@ def test_quantized_linear_falls_back_to_int8_linear_without_the_kernel(monkeypat
     assert torch.equal(layer(x), int8_linear(weight, bias)(x))
 
 
+@pytest.mark.parametrize("make", [int8_linear, quantized_linear])
+@pytest.mark.parametrize("bad", [float("inf"), float("-inf"), float("nan")])
+def test_a_row_of_inf_or_nan_is_refused_by_name_and_never_spoils_its_neighbours(make, bad):
+    """quantized_linear quantizes a batch under one scale: one inf would turn every other row to inf or NaN. Both
+    layers refuse such a batch naming the row (counted over all but the last dimension); without it, each row comes
+    out as it would alone, within the int8 bound."""
+    torch.manual_seed(0)
+    weight, bias, x = torch.randn(8, 16), torch.randn(8), torch.randn(2, 3, 16)
+    layer = make(weight, bias)
+    good = layer(x)
+    x[1, 1, 5] = bad
+    with pytest.raises(ValueError, match=r"row 4 of x \(shape \(2, 3, 16\).*holds inf or NaN"):
+        layer(x)
+    alone = torch.stack([layer(x[i, j]) for i in range(2) for j in range(3) if (i, j) != (1, 1)])
+    kept = torch.cat([good.reshape(6, 8)[:4], good.reshape(6, 8)[5:]])
+    assert torch.isfinite(alone).all() and torch.allclose(alone, kept, atol=0.15), (alone - kept).abs().max()
+
+
+@pytest.mark.parametrize("make", [int8_linear, quantized_linear])
+def test_both_int8_layers_take_an_empty_batch_a_1d_input_and_any_leading_shape(make):
+    torch.manual_seed(0)
+    weight, bias = torch.randn(8, 16), torch.randn(8)
+    layer = make(weight, bias)
+    assert layer(torch.zeros(0, 16)).shape == (0, 8) and layer(torch.zeros(2, 0, 16)).shape == (2, 0, 8)
+    x = torch.randn(16)
+    assert layer(x).shape == (8,) and torch.equal(layer(x), layer(x[None])[0])
+    assert layer(torch.randn(2, 3, 16)).shape == (2, 3, 8)
+
+
+def test_quantize_int8_of_large_float64_values_keeps_float64s_range():
+    """A float64 row beyond float32's range (1e300) gets a float64 scale: finite, and every value within half a step
+    (a float32 scale would be inf and the row NaN)."""
+    x = torch.tensor([[1e300, -3e299, 7e297, 0.0], [1.0, -2.0, 0.5, 0.0]], dtype=torch.float64)
+    q, scale = quantize_int8(x)
+    assert scale.dtype == torch.float64 and torch.isfinite(scale).all()
+    assert q[0].tolist() == [127, -38, 1, 0] and q[1].tolist() == [64, -127, 32, 0]
+    assert ((q.double() * scale - x).abs() <= scale / 2 * (1 + 1e-12)).all()
+    q32, scale32 = quantize_int8(x[1:].float())
+    assert scale32.dtype == torch.float32 and torch.equal(q32, q[1:])  # float32 keeps its own scale
+
+
 def test_int8_search_on_the_shipped_model_mostly_translates_as_float32():
     shipped = pretrained()
     src_vocab, tgt_vocab = shipped.model.vocabs

@@ -38,8 +38,8 @@ from transformer_lib.checks.core import as_device, check_instance, check_int, ch
 from transformer_lib.checks.attention import check_attention_inputs
 from transformer_lib.checks.model import check_model_tokens
 from transformer_lib.checks.training import check_encoder_decoder, check_loss_inputs, check_symbols
-from transformer_lib.checks.decoding import (as_serving_dtype, check_cache_length, check_int8_input, check_int8_matmul,
-                                             check_int8_weight)
+from transformer_lib.checks.decoding import (as_serving_dtype, check_cache_length, check_finite_rows, check_int8_input,
+                                             check_int8_matmul, check_int8_weight)
 from transformer_lib.training import LabelSmoothing
 
 
@@ -398,7 +398,8 @@ def quantize_int8(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Symmetric int8, one scale per row: (q, scale) with x ≈ q * scale, q = round(x / scale) in [-127, 127] and
     scale (..., 1) = the row's largest |x| / 127 (1 for a row of zeros). Each value moves by at most scale / 2."""
     check_int8_input(x)
-    scale = x.detach().abs().amax(dim=-1, keepdim=True).float().div_(127)  # (..., 1)
+    wide = torch.float64 if x.dtype == torch.float64 else torch.float32  # float64's range needs float64's scale
+    scale = x.detach().abs().amax(dim=-1, keepdim=True).to(wide).div_(127)  # (..., 1)
     return torch.round(x / scale.masked_fill_(scale == 0, 1.0)).to(torch.int8), scale
 
 
@@ -421,7 +422,7 @@ def int8_linear(weight: torch.Tensor, bias: torch.Tensor | None = None):
     def linear(x: torch.Tensor) -> torch.Tensor:
         check_last_dim(x, q_t.size(0), "in_features")
         x_q, x_scale = quantize_int8(x.float())  # (..., in) int8, (..., 1)
-        y = int8_matmul(x_q.reshape(-1, x.size(-1)), q_t).view(*x.shape[:-1], -1)  # (..., out), int32
+        y = int8_matmul(x_q.reshape(-1, x.size(-1)), q_t).view(*x.shape[:-1], q_t.size(1))  # (..., out), int32
         return y.float().mul_(x_scale).mul_(w_scale).add_(bias)
     return linear
 
@@ -445,5 +446,7 @@ def quantized_linear(weight: torch.Tensor, bias: torch.Tensor | None = None):
 
     def linear(x: torch.Tensor) -> torch.Tensor:
         check_last_dim(x, n_in, "in_features")
-        return torch.ops.quantized.linear_dynamic(x.float(), packed, seven_bits)  # 7: no 16-bit overflow
+        check_finite_rows(x)  # one scale for the batch: a row of inf or NaN would spoil all the others
+        y = torch.ops.quantized.linear_dynamic(x.float().reshape(-1, n_in), packed, seven_bits)  # 7: no overflow
+        return y.view(*x.shape[:-1], len(w))
     return linear

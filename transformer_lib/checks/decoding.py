@@ -6,6 +6,8 @@ the model (check_vocabs imports chapter 6's Vocab where it is used), and attenti
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
 from transformer_lib.checks.core import as_dtype, check_ints
@@ -122,10 +124,24 @@ def check_int8_weight(weight, bias) -> None:
 
 
 def check_int8_input(x) -> None:
-    """quantize_int8's x: a floating-point tensor of at least one dimension (its rows are quantized)."""
+    """quantize_int8's x: a floating-point tensor of at least one dimension (its rows are quantized), every row
+    finite."""
     if not isinstance(x, torch.Tensor) or x.dim() == 0 or not x.is_floating_point():
         got = f"{x.dtype} of shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
         raise ValueError(f"x must be a floating-point tensor of at least one dimension, got {got}")
+    check_finite_rows(x)
+
+
+def check_finite_rows(x: torch.Tensor) -> None:
+    """int8's input x: no row holding inf or NaN, which has no scale (and quantized with its batch under one scale,
+    as PyTorch's kernel does, would turn every other row to inf or NaN). One sum first: the row-by-row search runs
+    only when the sum is not finite."""
+    if math.isfinite(x.detach().sum().item()):
+        return
+    rows = (~torch.isfinite(x.detach())).reshape(-1, x.size(-1)).any(-1).nonzero()
+    if len(rows):
+        raise ValueError(f"row {int(rows[0])} of x (shape {tuple(x.shape)}, its rows counted over all but the last "
+                         "dimension) holds inf or NaN: int8 has no scale for it; find where the activations overflowed")
 
 
 def check_int8_matmul(a, b) -> None:
