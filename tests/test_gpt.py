@@ -139,7 +139,8 @@ def test_the_kv_cache_refuses_to_run_past_the_context():
         cache(torch.zeros(1, 1, dtype=torch.long))
 
 
-@pytest.mark.parametrize("temperature", [1e-45, 1e-38, 1e-30])
+# 5e-324 and 1e-46 are 0 in float32: the division is by zero (the smallest positive float64 down to float32's)
+@pytest.mark.parametrize("temperature", [5e-324, 1e-46, 1e-45, 1e-38, 1e-30])
 def test_a_tiny_temperature_samples_the_most_probable_token_and_never_nan(temperature):
     logits = torch.tensor([[2.0, 7.5, -3.0, 7.25], [-50.0, -60.0, -40.5, -41.0]])
     probs = filter_logits(logits, temperature).softmax(-1)
@@ -156,6 +157,16 @@ def test_float16_logits_at_a_small_temperature_do_not_overflow_and_others_are_on
     assert torch.equal(probs, torch.tensor([[1.0, 0.0, 0.0]], dtype=torch.float16))
     plain = torch.randn(4, 9)
     assert torch.equal(filter_logits(plain, 0.7), plain / 0.7)  # no overflow: the logits divided, nothing else
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+@pytest.mark.parametrize("top_p", [1e-12, 1e-8, 1e-4, 0.3])
+def test_the_nucleus_always_keeps_the_most_probable_token_in_every_dtype(dtype, top_p):
+    """A top_p below float16's smallest number (6e-8) rounds to 0 there, and every token would reach it: the most
+    probable stays, always, alone where top_p is below its probability."""
+    logits = torch.tensor([[1.0, 3.0, 2.0, 0.5], [0.0, 0.0, -1.0, 4.0]], dtype=dtype)
+    kept = filter_logits(logits, top_p=top_p).isfinite()
+    assert torch.equal(kept, F.one_hot(logits.float().argmax(-1), 4).bool()), kept
 
 
 def test_nan_logits_are_named_not_sampled():

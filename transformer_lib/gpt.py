@@ -255,15 +255,16 @@ class KVCache:
 def filter_logits(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
                   top_p: float = 1.0) -> torch.Tensor:
     """Logits (B, V) divided by the temperature, -inf outside the top k and outside the nucleus (the fewest most
-    probable tokens whose probabilities reach top_p). Where the division overflows (a temperature such as 1e-45, or
-    float16 logits), each row is first shifted so that its largest logit is 0: the same softmax, never NaN, and in the
-    limit of a tiny temperature the most probable token alone, as greedy."""
+    probable tokens whose probabilities reach top_p; the most probable always). Where the division overflows (a
+    temperature such as 1e-45, or float16 logits), each row is first shifted so that its largest logit is 0: the same
+    softmax, never NaN, and for a tiny temperature the most probable token alone, as greedy."""
     check_logits(logits)
     check_sampling(temperature, top_k, top_p)
     check_scores(logits)
     scaled = logits / temperature
     if not torch.equal(scaled.isfinite(), logits.isfinite()):  # past the dtype's largest number: inf, then NaN
-        scaled = (logits - logits.amax(-1, keepdim=True)) / temperature  # all <= 0: overflows to -inf only
+        shifted = logits - logits.amax(-1, keepdim=True)  # all <= 0: overflows to -inf only, and the largest stays
+        scaled = torch.where(shifted == 0, shifted, shifted / temperature)  # 0 where temperature is 0 in the dtype
     logits = scaled
     if top_k is not None:
         kth = logits.topk(min(top_k, logits.size(-1))).values[:, -1:]  # (B, 1): the k-th largest
@@ -272,6 +273,7 @@ def filter_logits(logits: torch.Tensor, temperature: float = 1.0, top_k: int | N
         sorted_logits, order = logits.sort(-1, descending=True)  # (B, V)
         probs = sorted_logits.softmax(-1)
         outside = probs.cumsum(-1) - probs >= top_p  # the tokens before this one already reach top_p
+        outside[:, 0] = False  # (a top_p that rounds to 0 in float16 would keep none)
         logits = logits.scatter(-1, order, sorted_logits.masked_fill(outside, float("-inf")))
     return logits
 
@@ -283,10 +285,7 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int, temperature:
     """max_new_tokens (B, n) after each prompt row (B, L), sampled with the cache; a row that wrote `end` repeats it.
     The model decodes in eval mode and is given back in the mode it came in. model: chapter 10's GPT (with a
     KVCache), or a model whose kv_cache() gives what a KVCache does (chapter 11's ModernGPT)."""
-    if not isinstance(model, GPT) and not callable(getattr(model, "kv_cache", None)):
-        raise TypeError(f"model must be chapter 10's GPT or chapter 11's ModernGPT, got {type(model).__name__}; a "
-                        "translation model decodes with chapter 7's greedy_decode_cached or beam_search")
-    check_generate(model, prompt, max_new_tokens, end)
+    check_generate(model, prompt, max_new_tokens, end, GPT)
     check_sampling(temperature, top_k, top_p)
     training, out = model.training, []
     model.eval()

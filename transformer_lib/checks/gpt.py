@@ -200,8 +200,12 @@ def check_cache_batch(tokens, batch: int | None) -> None:
                          "rows as the first call, or start a new KVCache")
 
 
-def check_generate(model, prompt, max_new_tokens, end=None) -> None:
-    """generate's inputs: a prompt the model can read, room in its context for the new tokens, an end token id."""
+def check_generate(model, prompt, max_new_tokens, end=None, gpt: type | None = None) -> None:
+    """generate's inputs: a model that generates (`gpt`, chapter 10's GPT, or one with a kv_cache(), as chapter 11's
+    ModernGPT), a prompt it can read, room in its context for the new tokens, an end token id."""
+    if gpt is not None and not isinstance(model, gpt) and not callable(getattr(model, "kv_cache", None)):
+        raise TypeError(f"model must be chapter 10's GPT or chapter 11's ModernGPT, got {type(model).__name__}; a "
+                        "translation model decodes with chapter 7's greedy_decode_cached or beam_search")
     check_int("max_new_tokens", max_new_tokens)
     if end is not None:
         check_int("end", end, low=0)
