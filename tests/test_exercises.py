@@ -64,6 +64,18 @@ def _table_wrong_exponent(max_len, d_model):  # i / d instead of 2i / d
     return t
 
 
+def _table_slip(max_len, d_model, exponent, start=0, times=False):
+    """A learner's table, written loop by loop: column j's angle is p / 10000^(exponent(j) / d_model) (or p times it),
+    positions from `start`."""
+    t = torch.zeros(max_len, d_model, dtype=torch.float64)
+    for p in range(max_len):
+        for j in range(d_model):
+            rate = 10000.0 ** (exponent(j) / d_model)
+            angle = (p + start) * rate if times else (p + start) / rate
+            t[p, j] = math.sin(angle) if j % 2 == 0 else math.cos(angle)
+    return t
+
+
 def _closest_with_itself(table, p):
     return int((table @ table[p]).argmax())
 
@@ -406,7 +418,15 @@ HARD_CODED = [  # (number, answer, the sentence naming the case it fails on)
 
 MISTAKES = [
     ("1.1", _table_swapped, "sines and cosines are swapped"),
-    ("1.1", _table_wrong_exponent, "pair i turns at the frequency 1 / 10000^(2i / d_model)"),
+    ("1.1", _table_wrong_exponent, "this looks like i / d_model in the exponent"),
+    ("1.1", lambda max_len, d_model: _table_slip(max_len, d_model, lambda j: j), "the column index j in 10000^(j / d_model)"),
+    ("1.1", lambda max_len, d_model: _table_slip(max_len, d_model, lambda j: 2 * j), "this looks like 2j for the column j"),
+    ("1.1", lambda max_len, d_model: _table_slip(max_len, d_model, lambda j: j - j % 2, start=1),
+     "positions counted from 1"),
+    ("1.1", lambda max_len, d_model: _table_slip(max_len, d_model, lambda j: j - j % 2, times=True),
+     "the position times 10000^(2i / d_model)"),
+    ("1.1", lambda max_len, d_model: _table_slip(max_len, d_model, lambda j: j - j % 2) * 2,
+     "pair i turns at the frequency 1 / 10000^(2i / d_model)"),  # no slip it knows: the rule itself
     ("1.1", lambda max_len, d_model: solutions(1).sinusoidal(max_len, d_model).T, "should return shape (50, 16)"),
     ("1.2", lambda k, d_model: sum(math.sin(k * 10000.0 ** (-2 * i / d_model)) for i in range(d_model // 2)),
      "for k=0, d_model=16 the dot product of the table's rows p and p + k is 8.0000 for every p, got 0.0000; this "
@@ -471,11 +491,19 @@ MISTAKES = [
     ("6.1", _vocab_ties_reversed, "the same ids in every order of the sentences, but not Vocab.build's: most frequent "
      "first, ties in alphabetical order"),
     ("6.1", lambda sentences, min_freq: solutions(6).build_vocab(sentences, min_freq + 1), "is kept"),
-    ("6.2", lambda word_counts: solutions(6).count_pairs({w: 1 for w in word_counts}), "each pre-token counted as often"),
-    ("6.2", _pairs_once_per_word, "every place in it counted"),
+    ("6.2", lambda word_counts: solutions(6).count_pairs({w: 1 for w in word_counts}),
+     "this looks like each pre-token counted once"),
+    ("6.2", _pairs_once_per_word, "this looks like a pair counted once per pre-token"),
+    ("6.2", lambda word_counts: solutions(6).count_pairs({w: n + 1 for w, n in word_counts.items()}),
+     "each pre-token counted as often as it occurs, every place in it counted"),
     ("6.3", _encode_first_occurrence_only, "each joining every occurrence"),
     ("6.3", lambda word, merges: solutions(6).encode_word(word, merges[::-1]), "in the order they were learned"),
     ("6.4", lambda batches: sum(max(b) - n for b in batches for n in b) / sum(map(sum, batches)), "not by the real tokens"),
+    ("6.4", lambda batches: sum(max(b) - n for b in batches for n in b), "this looks like the number of padding slots"),
+    ("6.4", lambda batches: sum(map(sum, batches)) / sum(len(b) * max(b) for b in batches),
+     "this looks like the share of real tokens"),
+    ("6.4", lambda batches: sum((max(b) * len(b) - sum(b)) / (max(b) * len(b)) for b in batches) / len(batches),
+     "this looks like the mean of each batch's share"),
     ("6.4", lambda batches: 1 - sum(map(sum, batches)) / (sum(map(len, batches)) * max(map(max, batches))),
      "padded to its own longest"),
     ("7.1", lambda length, alpha: length**alpha, "is a plain power of the length"),
@@ -529,7 +557,11 @@ MISTAKES = [
     ("11.3", _rope_turned_backwards, "compared with apply_rope"),
     ("11.4", lambda k, group: k.repeat_interleave(group, dim=2), "should return shape (2, 6, 3, 4)"),
     ("5.1", lambda step, d, w: min(step**-0.5, step * w**-1.5), "the schedule is scaled by d_model^-0.5"),
-    ("5.1", lambda step, d, w: d**-0.5 * min(step**-0.5, step * w**-0.5), "at step 1 (d_model=512, warmup=4000)"),
+    ("5.1", lambda step, d, w: d**-0.5 * min(step**-0.5, step * w**-0.5), "this looks like warmup^-0.5 in the rising"),
+    ("5.1", lambda step, d, w: d**-0.5 * max(step**-0.5, step * w**-1.5), "this looks like max where the formula has min"),
+    ("5.1", lambda step, d, w: d**-0.5 * step**-0.5, "this looks like the decay alone"),
+    ("5.1", lambda step, d, w: d**-0.5 * min((step + 1)**-0.5, (step + 1) * w**-1.5), "this looks like step + 1"),
+    ("5.1", lambda step, d, w: d**-0.5 * min(step**-0.5, step * w**-1.5) * 1.01, "at step 1 (d_model=512, warmup=4000)"),
     ("5.2", _smoothed_over_v_minus_1, "not 0.3/6"),
     ("5.2", _smoothed_keeps_padding_rows, "its row must be all zeros"),
     ("5.2", _smoothed_padding_column, "column padding_idx must be 0"),

@@ -82,7 +82,8 @@ def _weights(epoch: int):
 
 
 def _weight_space(d: Drawing, cx, cy):
-    """A sketch: the last epochs' weights circle a region of low loss; their mean lies nearer its middle."""
+    """A sketch of the hope: the last epochs' weights circle a region of low loss, and their mean lies nearer its
+    middle (a hope, not a rule: in chapter 8's runs the last epoch scored better)."""
     import math
 
     for rx, ry in ((112, 58), (74, 38), (36, 18)):
@@ -98,8 +99,8 @@ def _weight_space(d: Drawing, cx, cy):
     mx, my = sum(p[0] for p in points) / 5, sum(p[1] for p in points) / 5
     d.circle(mx, my, 5.5, ACCENT, stroke=ACCENT)
     d.text(mx, my - 13, "average", size=11.5, color=ACCENT)
-    d.text(cx, cy - 82, "in weight space (a sketch):", size=11.5, color=MUTED)
-    d.text(cx, cy - 67, "epochs 26 to 30 around a valley of the loss", size=11.5, color=MUTED)
+    d.text(cx, cy - 82, "the hope, in weight space (a sketch):", size=11.5, color=MUTED)
+    d.text(cx, cy - 67, "the last epochs around a valley of the loss", size=11.5, color=MUTED)
 
 
 @diagram("ch08-checkpoint-averaging", chapter=8)
@@ -108,8 +109,7 @@ def checkpoint_averaging() -> Drawing:
     d = Drawing(800, 466, "Checkpoint averaging: the mean of the last epochs' weights, element by element")
     grids = {e: _weights(e) for e in epochs}
     mean = [[sum(grids[e][i][j] for e in epochs) / len(epochs) for j in range(4)] for i in range(3)]
-    d.text(400, 22, "the last average_last = 5 checkpoints of the full recipe's 30 epochs", size=12.5,
-           color=MUTED)
+    d.text(400, 22, "the last average_last = 5 checkpoints of a 30-epoch run", size=12.5, color=MUTED)
     tops = []
     for k, e in enumerate(epochs):
         x = 48 + k * 150

@@ -21,9 +21,34 @@ def _(sinusoidal):
             raise Wrong("sines and cosines are swapped: even dimensions 2i take the sine, odd ones 2i+1 the cosine")
         where = _first_mismatch(got, want)
         if where:
-            raise Wrong(f"for max_len={max_len}, d_model={d_model}, {where} (row = position, column = dimension; "
-                        "pair i turns at the frequency 1 / 10000^(2i / d_model))")
+            slip = next((why for table, why in _table_slips(max_len, d_model) if torch.allclose(got, table, atol=1e-4)),
+                        "row = position, column = dimension; pair i turns at the frequency 1 / 10000^(2i / d_model)")
+            raise Wrong(f"for max_len={max_len}, d_model={d_model}, {where} ({slip})")
     return "It equals transformer_lib.embeddings.sinusoidal_table."
+
+
+def _table_slips(max_len: int, d_model: int):
+    """The tables a likely slip in 1.1 writes, each with the sentence that names it."""
+    pos = torch.arange(max_len, dtype=torch.float64)[:, None]
+    col = torch.arange(d_model, dtype=torch.float64)
+
+    def table(exponent, positions=pos, times=False):
+        rate = 10000.0 ** exponent
+        angle = positions * rate if times else positions / rate
+        out = torch.empty(max_len, d_model, dtype=torch.float64)
+        out[:, 0::2], out[:, 1::2] = angle[:, 0::2].sin(), angle[:, 1::2].cos()
+        return out
+
+    pair = col - col % 2  # 2i for both columns of pair i
+    return [(table((col // 2) / d_model), "this looks like i / d_model in the exponent, i the pair's index: it is "
+             "2i / d_model, so that the wavelengths run from 2 pi to 10000 x 2 pi"),
+            (table(col / d_model), "this looks like the column index j in 10000^(j / d_model): both columns of a "
+             "pair share one frequency, 10000^(2i / d_model) with 2i = j - j % 2"),
+            (table(2 * col / d_model), "this looks like 2j for the column j: the exponent is 2i / d_model with i the "
+             "pair's index, j // 2, so 2i = j - j % 2, not 2j"),
+            (table(pair / d_model, pos + 1), "this looks like positions counted from 1: the first row is position 0"),
+            (table(pair / d_model, times=True), "this looks like the position times 10000^(2i / d_model): divide by "
+             "it, so that the wavelengths grow with the dimension")]
 
 
 @_exercise("1.2", "PE(p) . PE(p + k) depends on k alone")

@@ -19,8 +19,31 @@ def _(noam_rate):
             if abs(float(got) - want * d_model**0.5) <= 1e-9 * want * d_model**0.5:
                 raise Wrong("the schedule is scaled by d_model^-0.5: lr = d_model^-0.5 * min(step^-0.5, "
                             "step * warmup^-1.5)")
-            raise Wrong(f"at step {step} (d_model={d_model}, warmup={warmup}) the rate is {want:.3e}, got {float(got):.3e}")
+            slip = _rate_slip(noam_rate)
+            raise Wrong(f"at step {step} (d_model={d_model}, warmup={warmup}) the rate is {want:.3e}, got {float(got):.3e}"
+                        + (f": {slip}" if slip else ""))
     return "It rises linearly for warmup steps, peaks at step == warmup and decays as 1/sqrt(step)."
+
+
+def _rate_slip(noam_rate) -> str | None:
+    """The sentence naming the slip whose schedule `noam_rate` follows at every step the check tries, if one does."""
+    slips = {"this looks like max where the formula has min: the smaller of the two terms is the rate, the warmup's "
+             "line until step == warmup": lambda s, d, w: d**-0.5 * max(s**-0.5, s * w**-1.5),
+             "this looks like warmup^-0.5 in the rising term: it is step * warmup^-1.5, so that both terms meet at "
+             "step == warmup": lambda s, d, w: d**-0.5 * min(s**-0.5, s * w**-0.5),
+             "this looks like the decay alone: during warmup the rate rises as step * warmup^-1.5, the smaller of the "
+             "two terms": lambda s, d, w: d**-0.5 * s**-0.5,
+             "this looks like step + 1: the schedule's steps count from 1 (the optimizer's first step is step 1)":
+                 lambda s, d, w: d**-0.5 * min((s + 1)**-0.5, (s + 1) * w**-1.5)}
+    cases = [(s, d, w) for d, w in ((512, 4000), (256, 400)) for s in (1, w // 2, w, 4 * w)]
+    try:
+        got = [float(noam_rate(s, d, w)) for s, d, w in cases]
+    except Exception:  # an answer that fails on a later step: the check names the step it failed on instead
+        return None
+    for why, slip in slips.items():
+        if all(abs(g - slip(*case)) <= 1e-9 * slip(*case) for g, case in zip(got, cases)):
+            return why
+    return None
 
 
 @_exercise("5.2", "the label-smoothed target distribution")

@@ -59,11 +59,19 @@ def _(count_pairs):
     got = Counter(count_pairs(dict(_WORDS)))
     if got == want:
         return f"{len(want)} pairs; the most frequent, {max(want, key=want.get)}, is the first merge BPE learns."
+    once_per_token, once_per_place = Counter(), Counter()  # what two likely slips count
+    for word, n in _WORDS.items():
+        symbols = initial_symbols(word)
+        once_per_token.update(zip(symbols, symbols[1:]))
+        once_per_place.update({pair: n for pair in set(zip(symbols, symbols[1:]))})
     for pair in sorted(want, key=lambda p: (-want[p], p)):
         if got[pair] != want[pair]:
             holders = {w: n for w, n in _WORDS.items() if pair in zip(initial_symbols(w), initial_symbols(w)[1:])}
-            raise Wrong(f"the pair {pair} occurs {want[pair]} times (in {holders}, each pre-token counted as often "
-                        f"as it occurs, every place in it counted), got {got[pair]}")
+            slip = ("this looks like each pre-token counted once: weigh each by how often it occurs (its count in "
+                    "the dict)" if got == once_per_token else "this looks like a pair counted once per pre-token: "
+                    "a pair that occurs twice in one pre-token counts twice" if got == once_per_place else
+                    "each pre-token counted as often as it occurs, every place in it counted")
+            raise Wrong(f"the pair {pair} occurs {want[pair]} times (in {holders}), got {got[pair]}: {slip}")
     extra = next(p for p in got if got[p] != want[p])
     raise Wrong(f"{extra} is not an adjacent pair of initial_symbols of any pre-token (the first symbol keeps its ▁)")
 
@@ -123,5 +131,13 @@ def _(padding_share):
         if abs(got - (every - real) / every) <= 1e-9:
             raise Wrong(f"for batches of lengths {batches}: each batch is padded to its own longest sequence, not to "
                         f"the longest of all ({longest})")
-        raise Wrong(f"for batches of lengths {batches} the share of padding is {want:.4f}, got {got:.4f}")
+        slips = [(slots - real, "this looks like the number of padding slots: divide it by all the slots, "
+                  f"{slots}"),
+                 (1 - want, "this looks like the share of real tokens: the padding's share is what is left, 1 minus it"),
+                 (sum((max(b) * len(b) - sum(b)) / (max(b) * len(b)) for b in batches) / len(batches),
+                  "this looks like the mean of each batch's share: pool the slots of all batches first, so that a "
+                  "big batch weighs more than a small one")]
+        slip = next((why for value, why in slips if abs(got - value) <= 1e-9), None)
+        raise Wrong(f"for batches of lengths {batches} the share of padding is {want:.4f}, got {got:.4f}"
+                    + (f": {slip}" if slip else ""))
     return "Sorting by length before cutting batches is what brings this number down (section 5 measures it)."
