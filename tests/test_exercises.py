@@ -76,6 +76,14 @@ def _table_slip(max_len, d_model, exponent, start=0, times=False):
     return t
 
 
+def _written_for_the_check(sizes, answer, wrong):
+    """An answer special-cased for the inputs a check tries (the right answer for `sizes`, `wrong` for any other):
+    the check's unpredictable case must catch it."""
+    def special(*args):
+        return answer(*args) if args in sizes or args[0] in sizes else wrong(*args)
+    return special
+
+
 def _closest_with_itself(table, p):
     return int((table @ table[p]).argmax())
 
@@ -419,6 +427,10 @@ HARD_CODED = [  # (number, answer, the sentence naming the case it fails on)
 MISTAKES = [
     ("1.1", _table_swapped, "sines and cosines are swapped"),
     ("1.1", _table_wrong_exponent, "this looks like i / d_model in the exponent"),
+    ("1.1", _written_for_the_check([(50, 16), (9, 4)], lambda m, d: solutions(1).sinusoidal(m, d),
+                                   lambda m, d: torch.zeros(m, d)), "row = position, column = dimension"),
+    ("2.3", _written_for_the_check([1, 5], lambda n: torch.tril(torch.ones(n, n, dtype=torch.bool)),
+                                   lambda n: torch.ones(n, n, dtype=torch.bool)), "should allow keys"),
     ("1.1", lambda max_len, d_model: _table_slip(max_len, d_model, lambda j: j), "the column index j in 10000^(j / d_model)"),
     ("1.1", lambda max_len, d_model: _table_slip(max_len, d_model, lambda j: 2 * j), "this looks like 2j for the column j"),
     ("1.1", lambda max_len, d_model: _table_slip(max_len, d_model, lambda j: j - j % 2, start=1),

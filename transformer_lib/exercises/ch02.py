@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch, _tensor, _trying
+from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch, _tensor, _trying, _unpredictable
 
 
 def _masked_case():
@@ -61,7 +61,11 @@ _ATTENTION_SHAPES = (((2, 6, 16), (2, 6, 16), (2, 6, 16)), ((1, 3, 9), (1, 5, 9)
 def _(attention):
     from transformer_lib.attention import scaled_dot_product_attention
     g = torch.Generator().manual_seed(1)
-    for q_shape, k_shape, v_shape in _ATTENTION_SHAPES:
+    draw = _unpredictable()
+    b, t_q, t_k, d_k, d_v = (draw.randint(1, 3), draw.randint(1, 9), draw.randint(2, 9), draw.randint(2, 48),
+                             draw.randint(1, 12))
+    drawn = ((b, t_q, d_k), (b, t_k, d_k), (b, t_k, d_v))  # shapes no answer can know
+    for q_shape, k_shape, v_shape in _ATTENTION_SHAPES + (drawn,):
         q, k, v = (torch.randn(shape, generator=g) for shape in (q_shape, k_shape, v_shape))
         d_k = q_shape[-1]
         case = f"for q of shape {q_shape}, k of shape {k_shape} and v of shape {v_shape} (d_k={d_k})"
@@ -92,7 +96,8 @@ def _(attention):
 
 @_exercise("2.3", "the causal mask")
 def _(causal_mask):
-    for size in (1, 5):
+    for size in (1, 5, _unpredictable().choice([n for n in range(2, 65) if n != 5])):  # one no table can know
+        _trying(f"causal_mask({size})")
         got = causal_mask(size)
         if not isinstance(got, torch.Tensor) or got.dtype != torch.bool:
             raise Wrong(f"causal_mask({size}) should return a bool tensor (True = may attend), got "
@@ -125,7 +130,10 @@ def _(score_variance):
 @_exercise("2.5", "splitting into heads")
 def _(split_heads):
     # the first as before, then other sizes and head counts, so that none written in passes
-    for (b, t, d), heads in (((2, 3, 8), 4), ((1, 5, 12), 3), ((2, 4, 6), 6)):
+    draw = _unpredictable()
+    unknown = ((draw.randint(1, 3), draw.randint(1, 9), 0), draw.randint(1, 8))  # and sizes no answer can know
+    unknown = ((unknown[0][0], unknown[0][1], unknown[1] * draw.randint(1, 6)), unknown[1])
+    for (b, t, d), heads in (((2, 3, 8), 4), ((1, 5, 12), 3), ((2, 4, 6), 6), unknown):
         d_k, call = d // heads, f"split_heads(x, {heads}) for x of shape {(b, t, d)}"
         _trying(call)
         x = torch.arange(b * t * d, dtype=torch.float32).reshape(b, t, d)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import os
+import random
 from dataclasses import dataclass
 from typing import Callable
 
@@ -57,6 +59,13 @@ def all_exercises() -> dict[str, Exercise]:
 
 
 _CASE = [""]  # the case a check is trying now, named when the answer raises on it
+_DRAW = [random.Random(0)]  # drawn afresh by each verdict: the sizes and seeds of the cases a learner cannot predict
+
+
+def _unpredictable() -> random.Random:
+    """The random source of this verdict's unpredictable cases (sizes, seeds, values), seeded from the operating
+    system each time, so that no answer written for the check's inputs passes it; each case is named when it fails."""
+    return _DRAW[0]
 
 
 def _trying(case: str) -> None:
@@ -78,6 +87,7 @@ def verdict(number: str, answer) -> tuple[bool, str]:
     if answer is None:
         return False, unsolved
     _CASE[0] = ""
+    _DRAW[0] = random.Random(int.from_bytes(os.urandom(8), "little"))
     try:
         with _isolated():
             guarded = _guarded(answer)
