@@ -45,6 +45,31 @@ def test_every_worked_solution_passes_its_check(number):
     assert passed, sentence
 
 
+# the checks that also try cases drawn afresh at every check (transformer_lib.exercises.core._unpredictable)
+DRAWN = ["1.1", "2.2", "2.3", "2.5", "3.1", "3.3", "3.4", "4.1", "4.2", "4.4"]
+
+
+@pytest.mark.parametrize("number", DRAWN)
+def test_a_worked_solution_passes_the_check_whatever_it_draws(number):
+    """A check's drawn cases are never a trap for a right answer: 25 checks in a row, each with its own draw."""
+    answer = getattr(solutions(int(number.split(".")[0])), SOLVED[number])
+    for _ in range(25):
+        passed, said = verdict(number, answer)
+        assert passed, said
+
+
+def test_the_checks_that_draw_their_cases_are_the_ones_listed():
+    """A check draws afresh when its module asks for _unpredictable(); DRAWN above lists exactly those."""
+    import inspect
+
+    from transformer_lib.exercises.core import EXERCISES
+
+    all_exercises()
+    drawing = sorted((n for n, ex in EXERCISES.items() if "_unpredictable()" in inspect.getsource(ex.run)),
+                     key=lambda n: tuple(map(int, n.split("."))))
+    assert drawing == DRAWN
+
+
 def test_every_exercise_has_a_worked_solution():
     assert set(SOLVED) == set(EXERCISES)
 

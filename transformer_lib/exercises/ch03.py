@@ -7,14 +7,16 @@ import math
 
 import torch
 
-from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch, _tensor, _trying
+from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch, _tensor, _trying, _unpredictable
 
 
 @_exercise("3.1", "layer norm")
 def _(layer_norm):
     g = torch.Generator().manual_seed(3)
-    # eps large, so that where it goes shows; a second size and eps, so that neither written in passes
-    for shape, eps in (((2, 5, 16), 0.5), ((4, 7), 0.01)):
+    draw = _unpredictable()
+    drawn = ((draw.randint(1, 4), draw.randint(2, 9), draw.randint(2, 40)), round(draw.uniform(0.05, 0.8), 3))
+    # eps large, so that where it goes shows; a second size and eps, and one drawn, so that none written in passes
+    for shape, eps in (((2, 5, 16), 0.5), ((4, 7), 0.01), drawn):
         d = shape[-1]
         case = f"for x of shape {shape} and eps={eps}"
         _trying(case)
@@ -65,7 +67,8 @@ def _(sublayer):
 @_exercise("3.3", "the feed-forward network's size")
 def _(ffn_parameters):
     from transformer_lib.blocks import PositionwiseFeedForward
-    for d_model, d_ff in ((512, 2048), (64, 256)):
+    draw = _unpredictable()
+    for d_model, d_ff in ((512, 2048), (64, 256), (draw.randint(2, 300), draw.randint(2, 900))):
         want = sum(p.numel() for p in PositionwiseFeedForward(d_model, d_ff).parameters())
         got = ffn_parameters(d_model, d_ff)
         if got == 2 * d_model * d_ff:
@@ -80,7 +83,8 @@ def _(ffn_parameters):
 def _(ffn_share):
     from transformer_lib.blocks import EncoderLayer
     shares = []
-    for d_model, d_ff in ((512, 2048), (64, 96)):  # the paper's size, and one no constant fits
+    draw = _unpredictable()  # the paper's size, one no constant fits, and one drawn afresh
+    for d_model, d_ff in ((512, 2048), (64, 96), (8 * draw.randint(1, 40), draw.randint(2, 600))):
         layer = EncoderLayer(d_model, 8, d_ff)
         named = dict(layer.named_parameters())
         total = sum(p.numel() for p in named.values())

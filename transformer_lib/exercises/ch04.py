@@ -7,14 +7,17 @@ import math
 
 import torch
 
-from transformer_lib.exercises.core import Wrong, _exercise, _trying
+from transformer_lib.exercises.core import Wrong, _exercise, _trying, _unpredictable
 
 
 @_exercise("4.1", "count the whole model")
 def _(model_parameters):
     from transformer_lib.model import make_model
+    draw = _unpredictable()  # and a model drawn afresh, of a size no answer can know
+    drawn = (draw.randint(5, 5000), draw.randint(1, 8), 8 * draw.randint(1, 40), draw.randint(2, 1000),
+             draw.random() < 0.5)
     for vocab, n_layers, d_model, d_ff, shared in ((37000, 6, 512, 2048, True), (37000, 6, 512, 2048, False),
-                                                   (11, 2, 32, 64, False), (50, 3, 16, 40, True)):
+                                                   (11, 2, 32, 64, False), (50, 3, 16, 40, True), drawn):
         with torch.device("meta"):
             model = make_model(vocab, vocab, n_layers, d_model, d_ff, n_heads=4 if d_model % 8 else 8,
                                share_embeddings=shared)
@@ -39,9 +42,16 @@ def _(model_parameters):
 @_exercise("4.2", "the cross-attention mask")
 def _(cross_attention_mask):
     from transformer_lib.attention import padding_mask
-    # the first with padding id 0; the second with padding id 1 and 0 a real word, so that `src != 0` fails it
+    # the first with padding id 0; the second with padding id 1 and 0 a real word, so that `src != 0` fails it; the
+    # third drawn afresh: sizes, a padding id and sentences no answer can know
+    draw = _unpredictable()
+    batch, src_len, pad = draw.randint(1, 5), draw.randint(2, 12), draw.randint(0, 9)
+    lengths = [src_len] + [draw.randint(1, src_len) for _ in range(batch - 1)]  # one whole: causal would differ
+    drawn = torch.tensor([[draw.choice([i for i in range(12) if i != pad]) if j < n else pad for j in range(src_len)]
+                          for n in lengths])
     for src, tgt_len, pad in ((torch.tensor([[4, 5, 6, 7, 8], [9, 3, 2, 0, 0], [5, 0, 0, 0, 0]]), 4, 0),
-                              (torch.tensor([[5, 0, 7, 1, 1, 1], [3, 4, 2, 8, 6, 1]]), 3, 1)):
+                              (torch.tensor([[5, 0, 7, 1, 1, 1], [3, 4, 2, 8, 6, 1]]), 3, 1),
+                              (drawn, draw.randint(1, 9), pad)):
         batch, src_len = src.shape
         _trying(f"cross_attention_mask(src, {tgt_len}, {pad}) for src of shape {tuple(src.shape)}")
         got = cross_attention_mask(src, tgt_len, pad)
@@ -91,7 +101,8 @@ def _(tie):
 
 @_exercise("4.4", "what Xavier does to a word")
 def _(xavier_token_rms):
-    for vocab, d_model in ((7851, 256), (37000, 512), (100, 64)):
+    draw = _unpredictable()
+    for vocab, d_model in ((7851, 256), (37000, 512), (100, 64), (draw.randint(2, 60000), draw.randint(2, 1024))):
         want = math.sqrt(d_model) * math.sqrt(2 / (vocab + d_model))
         got = float(xavier_token_rms(vocab, d_model))
         if abs(got - want) <= 1e-6 * want:
