@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import torch
 
-from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch, _tensor, _trying
+from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch, _tensor, _trying, _unpredictable
 
 
 @_exercise("5.1", "the learning-rate schedule")
 def _(noam_rate):
     from transformer_lib.training import rate
-    for d_model, warmup in ((512, 4000), (256, 400)):
-        for step in (1, warmup // 2, warmup, 4 * warmup):
+    draw = _unpredictable()  # and a model size, a warmup and a step drawn afresh
+    for d_model, warmup in ((512, 4000), (256, 400), (draw.randint(8, 2048), draw.randint(2, 8000))):
+        for step in (1, warmup // 2, warmup, 4 * warmup, draw.randint(1, 10 * warmup)):
             want, got = rate(step, d_model, 1.0, warmup), noam_rate(step, d_model, warmup)
             if abs(float(got) - want) <= 1e-9 * max(want, 1e-12):
                 continue
@@ -75,19 +76,23 @@ def _(smoothed):
     if where:
         raise Wrong(f"with padding_idx {pad} (target {target.tolist()}) the distribution differs from chapter 5's: "
                     f"{where}; is padding taken to be id 0?")
-    target, vocab, pad, eps = torch.tensor([2, 9, 0, 5, 2]), 10, 2, 0.1  # another size and smoothing: none written in
-    _trying(f"smoothed(target, {vocab}, {pad}, {eps})")
-    got = _tensor(f"smoothed(target, {vocab}, {pad}, {eps})", smoothed(target, vocab, pad, eps), (5, vocab))
-    where = _first_mismatch(got, LabelSmoothing(vocab, pad, eps).target_distribution(target, torch.float64), 1e-9)
-    if where:
-        raise Wrong(f"with vocab_size {vocab}, padding_idx {pad} and smoothing {eps} (target {target.tolist()}) the "
-                    f"distribution differs from chapter 5's: {where}; take every size from the arguments")
+    draw = _unpredictable()  # another size and smoothing, then ones drawn afresh: none written in passes
+    drawn_vocab = draw.randint(3, 40)
+    drawn = (torch.tensor([draw.randrange(drawn_vocab) for _ in range(draw.randint(1, 9))]), drawn_vocab,
+             draw.randrange(drawn_vocab), round(draw.uniform(0.01, 0.9), 3))
+    for target, vocab, pad, eps in ((torch.tensor([2, 9, 0, 5, 2]), 10, 2, 0.1), drawn):
+        _trying(f"smoothed(target, {vocab}, {pad}, {eps})")
+        got = _tensor(f"smoothed(target, {vocab}, {pad}, {eps})", smoothed(target, vocab, pad, eps), (len(target), vocab))
+        where = _first_mismatch(got, LabelSmoothing(vocab, pad, eps).target_distribution(target, torch.float64), 1e-9)
+        if where:
+            raise Wrong(f"with vocab_size {vocab}, padding_idx {pad} and smoothing {eps} (target {target.tolist()}) "
+                        f"the distribution differs from chapter 5's: {where}; take every size from the arguments")
     return "Each real row sums to 1: 1 - smoothing on the target, the rest shared by the other real tokens."
 
 
 @_exercise("5.3", "softmax before cross-entropy")
 def _(floor):
-    for vocab in (2, 11, 1000):
+    for vocab in (2, 11, 1000, _unpredictable().randint(3, 5000)):
         logits = torch.full((1, vocab), -1e4, dtype=torch.float64)
         logits[0, 0] = 1e4  # as confident as a model can be
         want = torch.nn.functional.cross_entropy(logits.softmax(-1), torch.tensor([0])).item()
@@ -101,7 +106,10 @@ def _(floor):
 
 @_exercise("5.4", "exact gradient accumulation")
 def _(micro_batch_weights):
-    for counts in ([120, 40, 40], [7, 3], [5, 30, 10, 5]):  # several, so that no list of weights written in passes
+    draw = _unpredictable()  # several, and one drawn afresh (not all equal), so that no list written in passes
+    drawn = next(c for c in iter(lambda: [draw.randint(1, 500) for _ in range(draw.randint(2, 8))], None)
+                 if len(set(c)) > 1)
+    for counts in ([120, 40, 40], [7, 3], [5, 30, 10, 5], drawn):
         _trying(f"micro_batch_weights({counts})")
         got = [float(w) for w in micro_batch_weights(list(counts))]
         if len(got) != len(counts):
