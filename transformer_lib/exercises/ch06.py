@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from transformer_lib.exercises.core import Wrong, _exercise
+from transformer_lib.exercises.core import Wrong, _exercise, _trying, _unpredictable
 
 _SENTENCES = (("a", "dog", "runs", "."), ("a", "cat", "runs", "."), ("the", "dog", "sits", "."), ("a", "man", "."),
               ("two", "dogs", "run", "."), ("the", "cat", "sits", "."), ("a", "man", "runs", "."))  # never changed
@@ -45,6 +45,13 @@ def _(build_vocab):
             raise Wrong(f"with min_freq={min_freq} the right tokens, and the same ids in every order of the sentences, "
                         f"but not Vocab.build's: most frequent first, ties in alphabetical order; expected {want[4:]}, "
                         f"got {got[4:]}")
+    draw = _unpredictable()  # and sentences drawn afresh, which no answer can know
+    sentences = [[draw.choice("abcdefgh") * draw.randint(1, 2) for _ in range(draw.randint(1, 8))]
+                 for _ in range(draw.randint(1, 12))]
+    min_freq = draw.randint(1, 3)
+    want, got = Vocab.build(sentences, min_freq).itos, list(build_vocab([list(s) for s in sentences], min_freq))
+    if got != want:
+        raise Wrong(f"for the sentences {sentences} with min_freq={min_freq} expected {want}, got {got}")
     return "It equals Vocab.build: the same ids for the same tokens, whatever order the sentences come in (5 tried)."
 
 
@@ -58,6 +65,19 @@ def _(count_pairs):
             want[pair] += n
     got = Counter(count_pairs(dict(_WORDS)))
     if got == want:
+        draw = _unpredictable()  # then pre-tokens drawn afresh, which no answer can know
+        drawn = {"▁" * (draw.random() < 0.7) + "".join(draw.choice("abn") for _ in range(draw.randint(1, 7))):
+                 draw.randint(1, 9) for _ in range(draw.randint(1, 6))}
+        drawn_want = Counter()
+        for word, n in drawn.items():
+            symbols = initial_symbols(word)
+            for pair in zip(symbols, symbols[1:]):
+                drawn_want[pair] += n
+        _trying(f"count_pairs({drawn})")
+        drawn_got = Counter(count_pairs(dict(drawn)))
+        if +drawn_got != +drawn_want:
+            raise Wrong(f"for the pre-tokens {drawn} the pairs are {dict(drawn_want)}, got {dict(drawn_got)}: "
+                        "count every adjacent pair of initial_symbols, each pre-token as often as it occurs")
         return f"{len(want)} pairs; the most frequent, {max(want, key=want.get)}, is the first merge BPE learns."
     once_per_token, once_per_place = Counter(), Counter()  # what two likely slips count
     for word, n in _WORDS.items():
@@ -106,6 +126,13 @@ def _(encode_word):
         if got != want:
             raise Wrong(f"for the pre-token {word!r} BPE gives {want}, got {got}: replay the merges in the order they "
                         "were learned, each joining every occurrence of its pair")
+    draw = _unpredictable()  # pre-tokens drawn afresh from the letters the merges know
+    for word in ["▁" * (draw.random() < 0.6) + "".join(draw.choice("lowernsidba") for _ in range(draw.randint(1, 9)))
+                 for _ in range(3)]:
+        want, got = bpe.encode_word(word), list(encode_word(word, list(bpe.merges)))
+        if got != want:
+            raise Wrong(f"for the pre-token {word!r} BPE gives {want}, got {got}: replay the merges in the order they "
+                        "were learned, each joining every occurrence of its pair")
     for word, merges, wrong, hint in _TRAPS:
         want, got = _replay(word, merges), list(encode_word(word, [tuple(m) for m in merges]))
         if got != want:
@@ -116,7 +143,9 @@ def _(encode_word):
 
 @_exercise("6.4", "how much is padding")
 def _(padding_share):
-    for batches in ([[5, 5, 5]], [[3, 7], [10, 2, 4]], [[1], [8, 8, 8, 1]]):
+    draw = _unpredictable()  # and batches drawn afresh
+    drawn = [[draw.randint(1, 60) for _ in range(draw.randint(1, 6))] for _ in range(draw.randint(1, 5))]
+    for batches in ([[5, 5, 5]], [[3, 7], [10, 2, 4]], [[1], [8, 8, 8, 1]], drawn):
         slots = sum(len(b) * max(b) for b in batches)
         want = sum(max(b) - n for b in batches for n in b) / slots
         got = float(padding_share([list(b) for b in batches]))
