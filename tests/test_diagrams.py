@@ -239,5 +239,5 @@ def test_readable_width_keeps_the_smallest_label_at_9_css_px_and_the_site_gives_
     figures = sorted((ROOT / "docs" / "figures").glob("*.svg"))
     for path in figures:
         width = readable_width(path.read_text(encoding="utf-8"))
-        assert f'img[src$="/{path.stem}.png"] {{ min-width: {width}px; }}' in css, path.name
+        assert f'img[src$="/{path.stem}.png"] {{ --tb-readable: {width}px; }}' in css, path.name
     assert len(figures) >= 50

@@ -38,8 +38,8 @@ from transformer_lib.checks.core import as_device, check_instance, check_int, ch
 from transformer_lib.checks.attention import check_attention_inputs
 from transformer_lib.checks.model import check_model_tokens
 from transformer_lib.checks.training import check_encoder_decoder, check_loss_inputs, check_symbols
-from transformer_lib.checks.decoding import (as_serving_dtype, check_cache_length, check_finite_rows, check_int8_input,
-                                             check_int8_matmul, check_int8_weight)
+from transformer_lib.checks.decoding import (as_serving_dtype, check_cache_length, check_int8_input, check_int8_matmul,
+                                             check_int8_rows, check_int8_weight)
 from transformer_lib.training import LabelSmoothing
 
 
@@ -398,8 +398,7 @@ def quantize_int8(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Symmetric int8, one scale per row: (q, scale) with x ≈ q * scale, q = round(x / scale) in [-127, 127] and
     scale (..., 1) = the row's largest |x| / 127 (1 for a row of zeros). Each value moves by at most scale / 2."""
     check_int8_input(x)
-    wide = torch.float64 if x.dtype == torch.float64 else torch.float32  # float64's range needs float64's scale
-    scale = x.detach().abs().amax(dim=-1, keepdim=True).to(wide).div_(127)  # (..., 1)
+    scale = x.detach().abs().amax(dim=-1, keepdim=True).to(torch.promote_types(x.dtype, torch.float32)).div_(127)
     return torch.round(x / scale.masked_fill_(scale == 0, 1.0)).to(torch.int8), scale
 
 
@@ -445,8 +444,7 @@ def quantized_linear(weight: torch.Tensor, bias: torch.Tensor | None = None):
         return int8_linear(weight, bias)
 
     def linear(x: torch.Tensor) -> torch.Tensor:
-        check_last_dim(x, n_in, "in_features")
-        check_finite_rows(x)  # one scale for the batch: a row of inf or NaN would spoil all the others
+        check_int8_rows(x, n_in)  # and no row of inf or NaN: under one scale for the batch it would spoil the others
         y = torch.ops.quantized.linear_dynamic(x.float().reshape(-1, n_in), packed, seven_bits)  # 7: no overflow
         return y.view(*x.shape[:-1], len(w))
     return linear

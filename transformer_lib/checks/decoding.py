@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from transformer_lib.checks.core import as_dtype, check_ints
+from transformer_lib.checks.core import as_dtype, check_ints, check_last_dim
 
 __all__ = [
     "check_cache_length", "check_search", "check_vocabs", "check_sentences", "check_source_lengths",
@@ -129,6 +129,12 @@ def check_int8_input(x) -> None:
     if not isinstance(x, torch.Tensor) or x.dim() == 0 or not x.is_floating_point():
         got = f"{x.dtype} of shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
         raise ValueError(f"x must be a floating-point tensor of at least one dimension, got {got}")
+    check_finite_rows(x)
+
+
+def check_int8_rows(x, in_features: int) -> None:
+    """quantized_linear's x: its last dimension in_features, and no row of inf or NaN (check_finite_rows)."""
+    check_last_dim(x, in_features, "in_features")
     check_finite_rows(x)
 
 
