@@ -4,7 +4,7 @@
 Each check runs the reader's answer against properties and references (never against the text of a solution)
 and says in one sentence what is wrong, that it passes, or, while the stub still raises NotImplementedError (or the
 answer is still None), that it is not solved yet. It tries fixed cases, whose failures name the classic slips, and
-(in chapters 1 to 6 so far) cases drawn afresh at every check, so that an answer written for the fixed cases fails. Worked solutions are in `solutions/`; `tests/test_exercises.py`
+(in chapters 1 to 8 so far) cases drawn afresh at every check, so that an answer written for the fixed cases fails. Worked solutions are in `solutions/`; `tests/test_exercises.py`
 proves that each passes its check and that the mistakes a learner makes fail it with the intended sentence.
 
 A chapter's checks live in transformer_lib.exercises.chNN and are imported when `check` first meets one of that

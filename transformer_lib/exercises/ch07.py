@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import torch
 
-from transformer_lib.exercises.core import Wrong, _exercise, _trying
+from transformer_lib.exercises.core import Wrong, _exercise, _trying, _unpredictable
 
 
 @_exercise("7.1", "the length penalty")
 def _(length_penalty):
-    for length in (1, 5, 12, 40):
-        for alpha in (0.0, 0.6, 1.0):
+    draw = _unpredictable()  # and a length and an alpha drawn afresh
+    for length in (1, 5, 12, 40, draw.randint(2, 200)):
+        for alpha in (0.0, 0.6, 1.0, round(draw.uniform(0.1, 2.0), 3)):
             want, got = ((5 + length) / 6) ** alpha, float(length_penalty(length, alpha))
             if abs(got - want) <= 1e-9 * want:
                 continue
@@ -32,7 +33,10 @@ _BEAM_CASES = ((3, 7, 3, 1, 0), (4, 11, 5, 2, 1), (5, 3, 4, 4, 2))
 
 @_exercise("7.2", "the next beams")
 def _(top_k_beams):
-    for n_beams, vocab, k, ahead, seed in _BEAM_CASES:
+    draw = _unpredictable()  # and a case drawn afresh: its shape, k, the beam ahead and the scores' seed
+    n_beams, vocab = draw.randint(1, 6), draw.randint(2, 20)
+    drawn = (n_beams, vocab, draw.randint(1, min(n_beams * vocab, 8)), draw.randrange(n_beams), draw.randrange(10**6))
+    for n_beams, vocab, k, ahead, seed in _BEAM_CASES + (drawn,):
         g = torch.Generator().manual_seed(seed)
         scores = torch.randn(n_beams, vocab, generator=g, dtype=torch.float64)
         scores[ahead] += 3.0  # one beam far ahead: several of the best continuations come from it
@@ -121,7 +125,7 @@ def _(greedy_search):
 
 @_exercise("7.4", "what the cache saves")
 def _(decoder_positions):
-    for n in (1, 2, 10, 100):
+    for n in (1, 2, 10, 100, _unpredictable().randint(3, 5000)):
         for cached in (False, True):
             want = n if cached else n * (n + 1) // 2
             got = decoder_positions(n, cached)

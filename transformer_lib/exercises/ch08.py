@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from transformer_lib.exercises.core import Wrong, _exercise, _trying
+from transformer_lib.exercises.core import Wrong, _exercise, _trying, _unpredictable
 
 _HYPS = ["a man rides his bike down the road .", "two dogs are playing in the the snow .",
          "a little girl in red jumps over a rope .", "the the the the"]
@@ -41,7 +41,8 @@ def _(modified_precision):
 
 @_exercise("8.2", "the brevity penalty")
 def _(brevity_penalty):
-    for hyp_len, ref_len in ((10, 10), (8, 10), (12, 10), (1, 4)):
+    draw = _unpredictable()  # and lengths drawn afresh
+    for hyp_len, ref_len in ((10, 10), (8, 10), (12, 10), (1, 4), (draw.randint(1, 300), draw.randint(1, 300))):
         want = 1.0 if hyp_len >= ref_len else math.exp(1 - ref_len / hyp_len)
         got = float(brevity_penalty(hyp_len, ref_len))
         if abs(got - want) <= 1e-9:
