@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from transformer_lib.exercises.core import Wrong, _exercise, _tensor, _trying
+from transformer_lib.exercises.core import Wrong, _exercise, _tensor, _trying, _unpredictable
 
 
 @_exercise("10.1", "inputs and targets")
@@ -30,8 +30,11 @@ def _(shift):
 
 @_exercise("10.2", "perplexity of a corpus")
 def _(corpus_perplexity):
-    # several corpora, so that no total written in passes
-    for nll, tokens in (([12.0, 3.0, 30.0], [6, 1, 10]), ([2.5, 40.0], [1, 20]), ([7.0], [4])):
+    # several corpora, and one drawn afresh, so that no total written in passes
+    draw = _unpredictable()
+    drawn_tokens = [draw.randint(1, 40) for _ in range(draw.randint(1, 6))]
+    drawn = ([round(n * draw.uniform(0.5, 6.0), 3) for n in drawn_tokens], drawn_tokens)
+    for nll, tokens in (([12.0, 3.0, 30.0], [6, 1, 10]), ([2.5, 40.0], [1, 20]), ([7.0], [4]), drawn):
         _trying(f"corpus_perplexity({nll}, {tokens})")
         want = math.exp(sum(nll) / sum(tokens))
         got = float(corpus_perplexity(list(nll), list(tokens)))
@@ -101,7 +104,10 @@ def _(sample_probs):
 
 @_exercise("10.5", "the size of the cache")
 def _(cache_bytes):
-    for n_layers, d_model, tokens, dtype_bytes in ((3, 256, 100, 4), (32, 4096, 4096, 2)):
+    draw = _unpredictable()  # and a model drawn afresh
+    for n_layers, d_model, tokens, dtype_bytes in ((3, 256, 100, 4), (32, 4096, 4096, 2),
+                                                   (draw.randint(1, 80), draw.randint(1, 8192), draw.randint(1, 10**5),
+                                                    draw.choice([1, 2, 4, 8]))):
         want = 2 * n_layers * d_model * tokens * dtype_bytes
         got = int(cache_bytes(n_layers, d_model, tokens, dtype_bytes))
         if got == want:

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import torch
 
-from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch, _tensor, _trying
+from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch, _tensor, _trying, _unpredictable
 
 
 @_exercise("11.1", "RMSNorm")
 def _(rms_norm):
     torch.manual_seed(0)
-    # eps large, so that where it goes shows; a second size and eps, so that neither written in passes
-    for shape, eps in (((3, 5, 8), 0.5), ((4, 5), 0.01)):
+    # eps large, so that where it goes shows; a second size and eps, and one drawn, so that none written in passes
+    draw = _unpredictable()
+    drawn = ((draw.randint(1, 4), draw.randint(1, 9), draw.randint(2, 40)), round(draw.uniform(0.05, 0.8), 3))
+    for shape, eps in (((3, 5, 8), 0.5), ((4, 5), 0.01), drawn):
         d, case = shape[-1], f"for x of shape {shape} and eps={eps}"
         _trying(case)
         x = torch.randn(shape, dtype=torch.float64) + 2.0  # a mean far from 0, so that subtracting it shows
@@ -95,7 +97,9 @@ def _(rope):
 @_exercise("11.4", "repeat the key/value heads")
 def _(repeat_kv):
     # (B, n_kv_heads, T, d_k) and group: the first as before, then others, so that no group written in passes
-    for shape, group in (((2, 2, 3, 4), 3), ((1, 3, 2, 5), 2), ((2, 4, 1, 3), 1)):
+    draw = _unpredictable()
+    drawn = ((draw.randint(1, 3), draw.randint(1, 5), draw.randint(1, 6), draw.randint(1, 8)), draw.randint(1, 6))
+    for shape, group in (((2, 2, 3, 4), 3), ((1, 3, 2, 5), 2), ((2, 4, 1, 3), 1), drawn):
         b, n_kv, t, d_k = shape
         call = f"repeat_kv(k, {group}) for k of shape {shape}"
         _trying(call)
