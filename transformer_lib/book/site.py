@@ -45,7 +45,7 @@ from transformer_lib.book.site_markdown import (_BADGE, _DEFINITION, _HTML_HREF,
                                                 _Place, rewrite_links)
 from transformer_lib.book.site_policy import apply_policy
 from transformer_lib.book.site_safety import SiteError, _inside, _source, _write, html_loads
-from transformer_lib.book.site_weight import lazy_pictures, subset_icon_fonts, theme_templates
+from transformer_lib.book.site_weight import subset_icon_fonts, theme_templates
 
 __all__ = ["SiteError", "Page", "ALT_TEXT_FILE", "assemble", "build_site", "rewrite_links", "html_loads"]
 
@@ -366,7 +366,6 @@ def build_site(book, out: Path, log=print) -> list[Page]:
 
             shutil.copytree(built, folder, dirs_exist_ok=True, ignore=leave_out)
             subset_icon_fonts(folder)
-            lazy_pictures(folder)
             apply_policy(folder, log)
             for chapter in book.chapters:  # the download button gives the chapter as committed, outputs and all
                 target = _inside(folder, f"_sources/{chapter.file}")

@@ -70,12 +70,14 @@ POLICY = ("default-src 'self'; script-src 'self'{eval} {hashes}; style-src 'self
 
 def sanitize(html: str) -> str:
     """`html` (a page's body, a fragment) with only the allowed tags, attributes and addresses left; the text of a tag
-    that is not allowed stays, a script's or style's does not."""
+    that is not allowed stays, a script's or style's does not. Every picture gets loading="lazy" (Sphinx writes a
+    Markdown picture without it), so a chapter's diagrams load as the reader comes to them."""
     import nh3
 
     return nh3.clean(html, tags=TAGS, attributes=ATTRIBUTES, url_schemes=URL_SCHEMES,
                      generic_attribute_prefixes={"data-", "aria-"}, clean_content_tags={"script", "style"},
-                     strip_comments=True, link_rel=None, attribute_filter=_within_site)
+                     strip_comments=True, link_rel=None, attribute_filter=_within_site,
+                     set_tag_attribute_values={"img": {"loading": "lazy"}})  # a picture loads as the reader nears it
 
 
 def _within_site(tag: str, attribute: str, value: str) -> str | None:
@@ -107,18 +109,15 @@ def _removed(before: str, after: str) -> list[str]:
 
 def _policy_page(text: str, rel: str) -> tuple[str, list[str]]:
     """A built page with its body sanitized and the policy in its head; returns (page, what the sanitizer removed)."""
-    body = _BODY.search(text)
-    tail = _TAIL.search(text)
-    if body is None or tail is None or tail.start() < body.end():
-        raise SiteError(f"{rel}: no <body> and theme scripts at its end where the theme writes them; the theme changed "
-                        "how it lays out a page")
-    head = text[:body.start()]
     for old, new in _THEME_HANDLERS.items():
         text = text.replace(old, new)
     for extra in _KNOWN_EXTRAS:
         text = extra.sub("", text)
     body, tail = _BODY.search(text), _TAIL.search(text)
-    inside = text[body.end():tail.start()]
+    if body is None or tail is None or tail.start() < body.end():
+        raise SiteError(f"{rel}: no <body> and theme scripts at its end where the theme writes them; the theme changed "
+                        "how it lays out a page")
+    head, inside = text[:body.start()], text[body.end():tail.start()]
     clean = sanitize(inside)
     scripts = [m.group("code") for m in _INLINE_SCRIPT.finditer(head)
                if not re.search(r"\bsrc\s*=", m.group("attrs"))]

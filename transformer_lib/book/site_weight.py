@@ -1,8 +1,8 @@
 # Hand-written tool module (not generated from a notebook).
 """What every page of the website loads, kept light (transformer_lib.book.site): the theme's icons come from Font
 Awesome's web fonts cut down to the icons the site shows, not from its 1.5 MB fontawesome.js; Sphinx's search
-scripts and index load on the search page only; every picture loads when it comes near the screen (and the chart
-library when a chart does, site.js).
+scripts and index load on the search page only; every picture loads when it comes near the screen (the sanitizer
+of site_policy.py marks it lazy), and the chart library when a chart does (site.js).
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from transformer_lib.book.site_safety import SiteError, _inside, _write
 
-__all__ = ["theme_templates", "subset_icon_fonts", "lazy_pictures"]
+__all__ = ["theme_templates", "subset_icon_fonts"]
 
 # the theme's layout without the search tools it puts on every page for a search-as-you-type this site turns off
 # (search.html loads its own); the rest of the block as the theme writes it
@@ -100,22 +100,3 @@ def subset_icon_fonts(folder: Path) -> list[str]:
         _write(folder, f"{ICON_FONTS}/{path.name}", out.getvalue())
     return icons
 
-
-_EAGER_IMG = re.compile(r"<img\b(?![^>]*\sloading=)", re.I)
-
-
-def lazy_pictures(folder: Path) -> int:
-    """Every <img> of the built pages without a `loading` attribute gets loading="lazy": a chapter's diagrams load as
-    the reader comes to them, not with the page (Sphinx writes a Markdown picture without one). Returns how many."""
-    count = 0
-    for path in sorted(folder.rglob("*.html")):
-        rel = path.relative_to(folder).as_posix()
-        if rel.startswith("_static/"):
-            continue
-        text = path.read_text(encoding="utf-8")
-        lazy, n = _EAGER_IMG.subn('<img loading="lazy"', text)
-        if n:
-            path.unlink()
-            _write(folder, rel, lazy)
-            count += n
-    return count

@@ -33,7 +33,9 @@
       open.type = "button";
       open.className = "tb-chart-open btn btn-sm btn-outline-secondary";
       open.textContent = "Open the chart at full size";
-      open.addEventListener("click", function () { zoomChart(target.querySelector("svg"), box.getAttribute("aria-label")); });
+      open.addEventListener("click", function () {
+        zoomChart(target.querySelector("svg"), box.getAttribute("aria-label"));
+      });
       box.appendChild(open);
       box.setAttribute("data-drawn", "true");
     }).catch(function (err) { console.error("chart: " + err); });
@@ -204,7 +206,8 @@
       page.querySelectorAll(".math, mjx-container, script[type^='math/']").forEach(function (m) {
         m.replaceWith(page.createTextNode("…"));
       });
-      page.querySelectorAll(".onlyprint, .bd-sidebar-secondary, .bd-header-article, .tb-deeper-end").forEach(function (m) { m.remove(); });
+      page.querySelectorAll(".onlyprint, .bd-sidebar-secondary, .bd-header-article, .tb-deeper-end")
+        .forEach(function (m) { m.remove(); });
       return toText(page.documentElement.outerHTML, anchor);
     };
   }
