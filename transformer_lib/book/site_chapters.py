@@ -141,10 +141,10 @@ def _chapter(nb, where: str, alt: dict, site: Path, place: _Place, site_pages: s
                     raise SiteError(f"{at}: an output of type {unknown[0]}, which the site does not show (scripts "
                                     "and widgets would load code); clear it")
                 _check_output(data, place, at, site_pages)
-                if "image/svg+xml" in data and "image/png" not in data:  # published as a picture only (site_policy)
-                    png = svg_as_png(_text(data.pop("image/svg+xml")), f"{at}: an output (image/svg+xml)")
+                svg = data.pop("image/svg+xml", None)  # published as a picture only (site_policy)
+                if svg is not None and "image/png" not in data:
+                    png = svg_as_png(_text(svg), f"{at}: an output (image/svg+xml)")
                     data["image/png"] = base64.b64encode(png).decode()
-                data.pop("image/svg+xml", None)
                 if "image/png" not in data:
                     continue
                 if n >= len(texts) or not str(texts[n]).strip():
@@ -178,15 +178,15 @@ def _fold_deeper(cells: list, where: str) -> list:
     for cell in cells:
         deeper = "deeper" in cell.metadata.get("tags", [])
         first = cell.source.split("\n", 1)[0] if cell.cell_type == "markdown" else ""
-        heading = DEEPER_HEADING.match(first)
-        if deeper and inside is not None and heading and len(first) - len(first.lstrip("#")) <= level:
+        heading, depth = DEEPER_HEADING.match(first), len(first) - len(first.lstrip("#"))
+        if deeper and inside is not None and heading and depth <= level:
             out.append(_deeper_end(inside))
             inside = None
         if deeper and inside is None:
             if not heading:
                 raise SiteError(f"{where} cell id {cell.get('id')}: a run of cells tagged deeper must open with a "
                                 "Markdown cell whose first line is a heading '## Deeper: what it proves'")
-            inside, level = cell.get("id"), len(first) - len(first.lstrip("#"))
+            inside, level = cell.get("id"), depth
         elif not deeper and inside is not None:
             out.append(_deeper_end(inside))
             inside = None
@@ -261,6 +261,6 @@ def _diagram_widths(book) -> str:
     for name in sorted(animation.ANIMATIONS):  # an animation's frames: WIDTH wide, no label under SMALL
         width = math.ceil(animation.WIDTH * READABLE_PX / animation.SMALL)
         rules.append(f'article img[src$="/{name}.png"] {{ --tb-readable: {width}px; }}')
-    return (f"/* written by the builder: the width at which each diagram's labels are {READABLE_PX} CSS px */\n" + "\n".join(rules)
-            + "\n") if rules else ""
+    head = f"/* written by the builder: the width at which each diagram's labels are {READABLE_PX} CSS px */\n"
+    return (head + "\n".join(rules) + "\n") if rules else ""
 
