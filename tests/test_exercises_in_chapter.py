@@ -17,11 +17,15 @@ the list of that name in chapter 7.
   output as nbval compares it, a cell tagged corpus-dependent with its output on the offline corpus
   (notebooks/offline_outputs.json): this is the test command's run of the chapters as a newcomer without data or
   network meets them, and nbval runs them on Multi30k. Then, in the same
-  kernel, it runs again, in order, every code cell before the exercises except the definition cells (`#| export`,
-  `#| exporti`): running those again would define afresh every name the chapter exports and hide an exercise that
-  shadows one, and a learner going back to an experiment runs the experiment, not the library. Throughout, no cell
-  may rebind a name that holds a number to something that is not one. A failure names the chapter and the cell.
-  Every chapter's experiments run twice, training included (the smoke budget keeps each run short).
+  kernel, it runs again, in order, every experiment before the exercises that an exercise could have changed: each
+  code cell but the definition cells (`#| export`, `#| exporti`, whose running again would define afresh every name
+  the chapter exports and hide an exercise that shadows one; a learner going back runs the experiment, not the
+  library) that reads, itself or through a function the chapter defines, a name an exercise cell binds or reads
+  (modules aside; a star import counts as every name). What an exercise could change without naming it, it may not
+  change at all: torch's defaults (dtype, device, gradients, threads, determinism) and every function and object of
+  torch, torch.nn, torch.nn.functional and the library are the same after the exercises as before them. Throughout,
+  no cell may rebind a name that holds a number to something that is not one. A failure names the chapter and the
+  cell.
 """
 import ast
 import contextlib
@@ -166,6 +170,100 @@ def _is_definition(cell) -> bool:
     return "export" in directives or "exporti" in directives
 
 
+def _names_in(tree: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+
+
+def _star(tree: ast.AST) -> bool:
+    return any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in ast.walk(tree))
+
+
+def _run_again(nb, exercises) -> list[int]:
+    """The experiments (code cells before the exercises, definition cells aside) that read, themselves or through a
+    function or class the chapter defines, a name an exercise cell binds or reads; module names aside, as what an
+    exercise does to a module is probed whole (_STATE). An exercise's star import may bind anything: every
+    experiment."""
+    first = min(exercises)
+    trees = {i: _python(c.source) for i, c in enumerate(nb.cells) if c.cell_type == "code"}
+    modules = {(a.asname or a.name).split(".")[0] for i, tree in trees.items() for n in ast.walk(tree)
+               if isinstance(n, ast.Import) for a in n.names}
+    touched, star = set(), False
+    for i in exercises:
+        touched |= _names_in(trees[i]) | _top_level_names(trees[i])
+        star |= _star(trees[i])
+    touched -= modules
+    defined = {}  # a function or class the chapter defines before the exercises -> the names its body reads
+    for i, tree in trees.items():
+        if i < first:
+            for node in tree.body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    defined[node.name] = _names_in(node)
+
+    def reads(names: set[str]) -> set[str]:
+        seen, todo = set(), list(names)
+        while todo:
+            name = todo.pop()
+            if name not in seen:
+                seen.add(name)
+                todo += defined.get(name, ())
+        return seen
+
+    return [i for i, tree in trees.items() if i < first and not _is_definition(nb.cells[i])
+            and (star or reads(_names_in(tree)) & touched)]
+
+
+# Printed before the first exercise and after the last: what an exercise could change without naming it.
+_STATE = ('import json as _j, sys as _s, torch as _t\n'
+          'print("@@state@@" + _j.dumps({"defaults": [str(_t.get_default_dtype()), str(_t.get_default_device()), '
+          '_t.is_grad_enabled(), _t.get_num_threads(), _t.are_deterministic_algorithms_enabled()], '
+          '"objects": {f"{_m}.{_k}": id(_v) for _m, _mod in list(_s.modules.items()) if _mod is not None and '
+          '(_m in ("torch", "torch.nn", "torch.nn.functional") or _m.split(".")[0] == "transformer_lib") '
+          'for _k, _v in list(vars(_mod).items()) if not _k.startswith("_")}}))')
+
+
+def _changed_state(before: dict, after: dict) -> list[str]:
+    """What differs between two _STATE probes: torch's defaults, or an object a module held under a name before (a
+    module imported in between adds names, and is not a change)."""
+    changes = [f"torch's defaults (dtype, device, gradients, threads, determinism) went from {before['defaults']} to "
+               f"{after['defaults']}"] if before["defaults"] != after["defaults"] else []
+    return changes + [f"`{name}` is another object" for name, ident in sorted(before["objects"].items())
+                      if name in after["objects"] and after["objects"][name] != ident]
+
+
+
+def test_the_experiments_run_again_are_those_an_exercise_could_change():
+    """Run again: a cell that reads or binds a name an exercise touches, or calls a function that reads one; never a
+    definition cell, nor an experiment the exercises cannot reach. A star import in an exercise reaches every one."""
+    new = nbformat.v4
+    exercise = 'from transformer_lib.exercises import check\n\ndef halve(x):\n    raise NotImplementedError\n\n'
+    cells = [new.new_code_cell("#| export\ndef record(x):\n    history.append(x)"),
+             new.new_code_cell("import torch\nhistory = []"),
+             new.new_code_cell("record(torch.ones(1))"),
+             new.new_code_cell("y = torch.zeros(2)\nprint(y)"),
+             new.new_markdown_cell("## Exercises"),
+             new.new_code_cell(exercise + 'history.clear()\ncheck("1.1", halve)')]
+    nb = new.new_notebook(cells=cells)
+    assert _run_again(nb, _exercise_cells(nb)) == [1, 2]
+    cells[5].source = exercise + 'from math import *\ncheck("1.1", halve)'
+    assert _run_again(nb, _exercise_cells(nb)) == [1, 2, 3]
+
+
+def test_the_state_probe_sees_a_default_or_a_library_function_changed(capsys):
+    import torch.nn.functional  # noqa: F401
+    import transformer_lib.training  # noqa: F401
+
+    exec(_STATE, {})
+    before = json.loads(capsys.readouterr().out.split("@@state@@")[1])
+    assert "transformer_lib.training.rate" in before["objects"] and "torch.nn.functional.softmax" in before["objects"]
+    after = copy.deepcopy(before)
+    after["objects"]["transformer_lib.training.rate"] += 1
+    after["objects"]["transformer_lib.exercises.check"] = 1  # imported in between: not a change
+    assert _changed_state(before, after) == ["`transformer_lib.training.rate` is another object"]
+    after["defaults"][0] = "torch.float64"
+    assert "torch's defaults" in _changed_state(before, after)[0]
+    assert _changed_state(before, before) == []
+
+
 # ------------------------------------------------------------------------------------ outputs, as nbval compares them
 # what nbval leaves out of a comparison (nbval.plugin.IPyNbFile.skip_compare; pictures too, as without nbdime)
 _NOT_COMPARED = {"metadata", "traceback", "prompt_number", "output_type", "name", "execution_count",
@@ -261,10 +359,9 @@ def test_solved_exercises_leave_the_chapter_runnable(chapter, tmp_path, monkeypa
     assert exercises, f"{chapter.file} has no exercise cells"
     for i, (number, name) in exercises.items():
         nb.cells[i].source = _solved(nb.cells[i].source, number, name, module, module_text)
-    first = min(exercises)
-    again = [i for i, c in enumerate(nb.cells[:first]) if c.cell_type == "code" and not _is_definition(c)]
+    first, last = min(exercises), max(exercises)
     plan = [(i, nb.cells[i]) for i in range(len(nb.cells))]
-    plan += [(i, nbformat.v4.new_code_cell(nb.cells[i].source)) for i in again]
+    plan += [(i, nbformat.v4.new_code_cell(nb.cells[i].source)) for i in _run_again(nb, exercises)]
 
     client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(folder)}})
     numbers = {}  # name -> the cell since which it holds a number
@@ -273,10 +370,15 @@ def test_solved_exercises_leave_the_chapter_runnable(chapter, tmp_path, monkeypa
             where = (f"{chapter.file}: cell {i}, run again after the exercises were solved," if step >= len(nb.cells)
                      else f"{chapter.file}: exercise {exercises[i][0]}'s cell {i}, with its worked solution,"
                      if i in exercises else f"{chapter.file}: cell {i}")
+            if step == first:
+                before = _probe(client, nb, _STATE, "@@state@@")
             try:
                 _run(client, nb, cell)
             except CellExecutionError as err:
                 pytest.fail(f"{where} failed:\n{err}")
+            if step == last:
+                changed = _changed_state(before, _probe(client, nb, _STATE, "@@state@@"))
+                assert not changed, f"{chapter.file}: the exercises, solved, changed " + "; ".join(changed)
             if i in exercises and step < len(nb.cells):
                 printed = "".join(o.get("text", "") for o in cell.outputs)
                 assert f"Exercise {exercises[i][0]}" in printed and "passes" in printed, f"{where} does not pass: {printed}"
@@ -286,9 +388,7 @@ def test_solved_exercises_leave_the_chapter_runnable(chapter, tmp_path, monkeypa
                                          + differs)
             if cell.cell_type != "code":
                 continue
-            probe = nbformat.v4.new_code_cell(_NUMBERS)
-            _run(client, nb, probe)
-            now = set(json.loads("".join(o.get("text", "") for o in probe.outputs).split("@@numbers@@")[1]))
+            now = set(_probe(client, nb, _NUMBERS, "@@numbers@@"))
             lost = {n: numbers[n] for n in numbers if n not in now and n in _top_level_names(_python(cell.source))}
             assert not lost, f"{where} turned names that held numbers into something else: " + ", ".join(
                 f"`{n}` (a number since cell {j})" for n, j in sorted(lost.items()))
@@ -301,6 +401,13 @@ def _kernel(client: NotebookClient):
     with contextlib.ExitStack() as stack:
         started_again_if_silent(lambda: stack.enter_context(client.setup_kernel()))()
         yield
+
+
+def _probe(client: NotebookClient, nb, source: str, marker: str):
+    """Run `source` in the kernel; what it printed after `marker`, read as JSON."""
+    probe = nbformat.v4.new_code_cell(source)
+    _run(client, nb, probe)
+    return json.loads("".join(o.get("text", "") for o in probe.outputs).split(marker)[1])
 
 
 def _run(client: NotebookClient, nb, cell) -> None:

@@ -57,10 +57,13 @@ def _table_slips(max_len: int, d_model: int):
 
 @_exercise("1.2", "PE(p) . PE(p + k) depends on k alone")
 def _(pe_dot):
-    for d_model in (16, 6, 64):  # several sizes, so that no one d_model written in passes
+    draw = _unpredictable()  # and a size and offsets drawn afresh
+    drawn = next(d for d in iter(lambda: 2 * draw.randint(1, 64), None) if d not in (16, 6, 64))
+    for d_model, offsets in ((16, range(30)), (6, range(30)), (64, range(30)),
+                             (drawn, sorted(draw.sample(range(200), 5)))):
         _trying(f"pe_dot(k, {d_model})")
-        table = _table(64, d_model)
-        for k in range(0, 30):
+        table = _table(201, d_model)
+        for k in offsets:
             want = float(table[0] @ table[k])
             got = pe_dot(k, d_model)
             if not isinstance(got, (int, float)) and not (isinstance(got, torch.Tensor) and got.numel() == 1):
@@ -77,12 +80,15 @@ def _(pe_dot):
                 hint = next((h for value, h in slips if abs(float(got) - value) <= 1e-4), None)
                 raise Wrong(f"for k={k}, d_model={d_model} the dot product of the table's rows p and p + k is "
                             f"{want:.4f} for every p, got {float(got):.4f}" + (f"; {hint}" if hint else ""))
-    return "Your closed form gives the table's dot products for every offset k from 0 to 29, at d_model 16, 6 and 64."
+    return (f"Your closed form gives the table's dot products for every offset k from 0 to 29, at d_model 16, 6 and "
+            f"64, and for offsets {list(offsets)} at d_model {drawn}.")
 
 
 @_exercise("1.3", "the wavelengths")
 def _(wavelengths):
-    for d_model in (16, 512):
+    draw = _unpredictable()  # and a d_model drawn afresh
+    for d_model in (16, 512, next(d for d in iter(lambda: 2 * draw.randint(1, 300), None) if d not in (16, 512))):
+        _trying(f"wavelengths({d_model})")
         i = torch.arange(d_model // 2, dtype=torch.float64)
         omega = 10000.0 ** (-2 * i / d_model)
         got = _tensor(f"wavelengths({d_model})", wavelengths(d_model), (d_model // 2,))
@@ -101,9 +107,13 @@ def _(wavelengths):
 @_exercise("1.4", "the nearest position")
 def _(closest):
     # d_model 4 as well: there the fastest pair comes round again and a farther position wins, so p + 1 written in fails
-    for d_model, positions in ((32, (0, 5, 20, 49)), (4, (0, 20, 49))):
-        table = _table(50, d_model)
-        where = f"for sinusoidal_table(50, {d_model}), "
+    draw = _unpredictable()  # and a table and positions drawn afresh
+    length, width = next(c for c in iter(lambda: (draw.randint(3, 80), 2 * draw.randint(1, 32)), None)
+                         if c not in ((50, 32), (50, 4)))
+    for length, d_model, positions in ((50, 32, (0, 5, 20, 49)), (50, 4, (0, 20, 49)),
+                                       (length, width, draw.sample(range(length), 3))):
+        table = _table(length, d_model)
+        where = f"for sinusoidal_table({length}, {d_model}), "
         for p in positions:
             _trying(f"{where}closest(table, {p})")
             got = closest(table.float(), p)

@@ -17,24 +17,39 @@ def _masked_case():
     return scores, mask
 
 
+def _drawn_masked_case():
+    """Scores and a mask of a shape drawn afresh, one row with no allowed key and one with every key allowed."""
+    draw = _unpredictable()
+    rows, cols = draw.randint(3, 9), draw.randint(2, 11)
+    scores = torch.randn(rows, cols, generator=torch.Generator().manual_seed(draw.randrange(2**31)),
+                         dtype=torch.float64) * draw.uniform(0.5, 4.0)
+    mask = torch.tensor([[draw.random() < 0.6 for _ in range(cols)] for _ in range(rows)])
+    none, every = draw.sample(range(rows), 2)
+    mask[none], mask[every] = False, True
+    return scores, mask
+
+
 @_exercise("2.1", "a masked softmax")
 def _(masked_softmax):
+    for scores, mask in (_masked_case(), _drawn_masked_case()):
+        _trying(f"masked_softmax(scores, mask) with scores of shape {tuple(scores.shape)}")
+        got = _tensor("masked_softmax(scores, mask)", masked_softmax(scores.clone(), mask.clone()), scores.shape)
+        for row in range(len(scores)):
+            if not mask[row].any():
+                if got[row].isnan().any() or (got[row] != 0).any():
+                    shown = "NaN" if got[row].isnan().any() else f"{got[row].tolist()}"
+                    raise Wrong(f"rows where every key is masked should be all zeros, got {shown} at row {row}")
+                continue
+            leaked = got[row][~mask[row]]
+            if leaked.isnan().any() or (leaked.abs() > 1e-9).any():
+                col = int((~mask[row]).nonzero()[0])
+                raise Wrong(f"masked keys must get weight 0, got {got[row, col].item():.3f} at row {row}, column {col}")
+            want = scores[row][mask[row]].softmax(-1)
+            if not torch.allclose(got[row][mask[row]], want, atol=1e-6):
+                raise Wrong(f"row {row}: the allowed keys should share the weight as softmax over them alone, "
+                            f"{[round(x, 3) for x in want.tolist()]}, got "
+                            f"{[round(x, 3) for x in got[row][mask[row]].tolist()]}")
     scores, mask = _masked_case()
-    got = _tensor("masked_softmax(scores, mask)", masked_softmax(scores.clone(), mask), scores.shape)
-    for row in range(4):
-        if not mask[row].any():
-            if got[row].isnan().any() or (got[row] != 0).any():
-                shown = "NaN" if got[row].isnan().any() else f"{got[row].tolist()}"
-                raise Wrong(f"rows where every key is masked should be all zeros, got {shown} at row {row}")
-            continue
-        leaked = got[row][~mask[row]]
-        if leaked.isnan().any() or (leaked.abs() > 1e-9).any():
-            col = int((~mask[row]).nonzero()[0])
-            raise Wrong(f"masked keys must get weight 0, got {got[row, col].item():.3f} at row {row}, column {col}")
-        want = scores[row][mask[row]].softmax(-1)
-        if not torch.allclose(got[row][mask[row]], want, atol=1e-6):
-            raise Wrong(f"row {row}: the allowed keys should share the weight as softmax over them alone, "
-                        f"{[round(x, 3) for x in want.tolist()]}, got {[round(x, 3) for x in got[row][mask[row]].tolist()]}")
     half = scores.to(torch.float16)  # half precision, where section 7's pitfall shows a finite fill failing
     try:
         got = masked_softmax(half.clone(), mask)
@@ -49,7 +64,7 @@ def _(masked_softmax):
     if where:
         raise Wrong(f"on float16 scores the weights should be those of float32, to half precision: {where}")
     return ("Masked keys get 0, the others a softmax over the allowed ones, and a row with no allowed key is all zeros, "
-            "in float32 and in float16.")
+            "in float64 and in float16.")
 
 
 # (q, k, v) shapes: the first as before, then another d_k (and a d_v unlike it), and batch and head dimensions
@@ -115,7 +130,9 @@ def _(causal_mask):
 
 @_exercise("2.4", "why divide by sqrt(d_k)")
 def _(score_variance):
-    for d_k in (4, 64):
+    draw = _unpredictable()  # and a d_k drawn afresh
+    for d_k in (4, 64, next(d for d in iter(lambda: draw.randint(2, 200), None) if d not in (4, 64))):
+        _trying(f"score_variance({d_k})")
         got = score_variance(d_k)
         got = float(got)
         if math.isfinite(got) and 0.15 * d_k < abs(got - d_k) <= 0.4 * d_k:

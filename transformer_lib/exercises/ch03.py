@@ -45,12 +45,21 @@ def _(layer_norm):
 
 @_exercise("3.2", "post-norm and pre-norm residuals")
 def _(sublayer):
-    g = torch.Generator().manual_seed(4)
-    x = torch.randn(3, 8, generator=g, dtype=torch.float64) * 2
+    draw = _unpredictable()  # a second input of a shape, scale and seed drawn afresh
+    for shape, scale, seed in (((3, 8), 2.0, 4), ((draw.randint(1, 4), draw.randint(1, 6), draw.randint(2, 24)),
+                                                   draw.uniform(0.5, 5.0), draw.randrange(2**31))):
+        _trying(f"sublayer(x, fn, norm, norm_first) for x of shape {shape}")
+        _post_and_pre_norm(sublayer, torch.randn(shape, generator=torch.Generator().manual_seed(seed),
+                                                 dtype=torch.float64) * scale)
+    return "Post-norm is norm(x + fn(x)), pre-norm x + fn(norm(x)): only pre-norm keeps x on an unnormalized path."
+
+
+def _post_and_pre_norm(sublayer, x: torch.Tensor) -> None:
     fn = lambda t: torch.tanh(t) * 3 + 1  # noqa: E731 - a sublayer whose output is far from normalized
-    norm = lambda t: torch.nn.functional.layer_norm(t, (8,))  # noqa: E731
+    norm = lambda t: torch.nn.functional.layer_norm(t, (x.shape[-1],))  # noqa: E731
     for norm_first, want, name in ((False, norm(x + fn(x)), "post-norm"), (True, x + fn(norm(x)), "pre-norm")):
-        got = _tensor(f"sublayer(x, fn, norm, norm_first={norm_first})", sublayer(x, fn, norm, norm_first), x.shape)
+        got = _tensor(f"sublayer(x, fn, norm, norm_first={norm_first})", sublayer(x.clone(), fn, norm, norm_first),
+                      x.shape)
         if torch.allclose(got, want, atol=1e-9):
             continue
         if norm_first and torch.allclose(got, norm(x) + fn(norm(x)), atol=1e-9):
@@ -61,7 +70,6 @@ def _(sublayer):
             raise Wrong(f"norm_first={norm_first} asks for {name}; you computed the other one")
         raise Wrong(f"{name} should be {'x + fn(norm(x))' if norm_first else 'norm(x + fn(x))'}; "
                     f"{_first_mismatch(got, want, 1e-9)}")
-    return "Post-norm is norm(x + fn(x)), pre-norm x + fn(norm(x)): only pre-norm keeps x on an unnormalized path."
 
 
 @_exercise("3.3", "the feed-forward network's size")

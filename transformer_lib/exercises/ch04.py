@@ -81,22 +81,28 @@ def _(cross_attention_mask):
 @_exercise("4.3", "tie the embeddings")
 def _(tie):
     from transformer_lib.model import make_model
-    torch.manual_seed(0)
-    model = make_model(13, 13, n_layers=1, d_model=16, d_ff=32, n_heads=2)
-    before = sum(p.numel() for p in model.parameters())
-    tie(model)
-    src = model.src_embed[0].embedding.weight
-    tgt, out = model.tgt_embed[0].embedding.weight, model.generator.proj.weight
-    if tgt is not src and out is not src and torch.equal(tgt, src) and torch.equal(out, src):
-        raise Wrong("the three tables are equal now, but they are three Parameters, which training will pull apart: "
-                    "assign the one Parameter to all three (module.weight = other.weight)")
-    for name, weight in (("the target embedding", tgt), ("the generator's projection", out)):
-        if weight is not src:
-            raise Wrong(f"{name}'s weight should be the source embedding's Parameter itself")
-    after = sum(p.numel() for p in model.parameters())
-    if before - after != 2 * 13 * 16:
-        raise Wrong(f"tying should save two 13 x 16 tables ({2 * 13 * 16} parameters), saved {before - after}")
-    return f"One {13} x {16} table now serves the source, the target and the output: {before - after} parameters fewer."
+    draw = _unpredictable()  # and a vocabulary and width drawn afresh, so that no size written in passes
+    saved = []
+    drawn = next(c for c in iter(lambda: (draw.randint(5, 60), 2 * draw.randint(2, 24)), None) if c != (13, 16))
+    for vocab, d_model in ((13, 16), drawn):
+        _trying(f"tie(model) for a shared vocabulary of {vocab} and d_model {d_model}")
+        torch.manual_seed(0)
+        model = make_model(vocab, vocab, n_layers=1, d_model=d_model, d_ff=32, n_heads=2)
+        before = sum(p.numel() for p in model.parameters())
+        tie(model)
+        src = model.src_embed[0].embedding.weight
+        tgt, out = model.tgt_embed[0].embedding.weight, model.generator.proj.weight
+        if tgt is not src and out is not src and torch.equal(tgt, src) and torch.equal(out, src):
+            raise Wrong("the three tables are equal now, but they are three Parameters, which training will pull "
+                        "apart: assign the one Parameter to all three (module.weight = other.weight)")
+        for name, weight in (("the target embedding", tgt), ("the generator's projection", out)):
+            if weight is not src:
+                raise Wrong(f"{name}'s weight should be the source embedding's Parameter itself")
+        saved.append(before - sum(p.numel() for p in model.parameters()))
+        if saved[-1] != 2 * vocab * d_model:
+            raise Wrong(f"tying should save two {vocab} x {d_model} tables ({2 * vocab * d_model} parameters), saved "
+                        f"{saved[-1]}")
+    return f"One 13 x 16 table now serves the source, the target and the output: {saved[0]} parameters fewer."
 
 
 @_exercise("4.4", "what Xavier does to a word")

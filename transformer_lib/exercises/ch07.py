@@ -92,8 +92,12 @@ def _toy_step(prefix: list[int]) -> torch.Tensor:
 
 @_exercise("7.3", "greedy decoding")
 def _(greedy_search):
-    # the toy model with its own ids, then with them relabelled (start 3, end 0), so that no id written in passes
-    for relabel in ([0, 1, 2, 3, 4, 5], [3, 0, 5, 1, 4, 2]):
+    # the toy model with its own ids, then with them relabelled (start 3, end 0), then relabelled and cut at a length
+    # drawn afresh, so that no id or length written in passes
+    draw = _unpredictable()
+    drawn = next(d for d in iter(lambda: draw.sample(range(6), 6), None) if d[:2] not in ([0, 1], [3, 0]))
+    for relabel, lengths in (([0, 1, 2, 3, 4, 5], (10, 3)), ([3, 0, 5, 1, 4, 2], (10, 3)),
+                             (drawn, (draw.randint(1, 12),))):
         back = {new: old for old, new in enumerate(relabel)}
         bos, eos = relabel[0], relabel[1]
 
@@ -103,7 +107,7 @@ def _(greedy_search):
             logits = _toy_step([back[int(t)] for t in prefix])
             return logits[torch.tensor([back[t] for t in range(len(relabel))])]
 
-        for max_len in (10, 3):
+        for max_len in lengths:
             _trying(f"greedy_search(step, {bos}, {eos}, {max_len})")
             want, prefix = [], [bos]
             while len(want) < max_len:

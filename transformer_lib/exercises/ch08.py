@@ -15,6 +15,15 @@ _REFS = ["a man rides his bike down a road .", "two dogs are playing in the snow
          "the cat sat on the mat"]
 
 
+def _drawn_pairs(count: int) -> tuple[list[str], list[str]]:
+    """`count` hypotheses and references drawn afresh from a few words, repeats and all, so that no answer written
+    for the example sentences passes; every sentence has at least four words."""
+    draw = _unpredictable()
+    words = "a the man dog red girl runs on in snow .".split()
+    sentences = [" ".join(draw.choices(words, k=draw.randint(4, 12))) for _ in range(2 * count)]
+    return sentences[:count], sentences[count:]
+
+
 def _ngrams(tokens: list[str], n: int) -> dict:
     grams = {}
     for i in range(len(tokens) - n + 1):
@@ -24,7 +33,9 @@ def _ngrams(tokens: list[str], n: int) -> dict:
 
 @_exercise("8.1", "clipped n-gram matches")
 def _(modified_precision):
-    for hyp, ref in zip(_HYPS, _REFS):
+    hyps, refs = _drawn_pairs(3)
+    for hyp, ref in zip(_HYPS + hyps, _REFS + refs):
+        _trying(f"modified_precision({hyp.split()}, {ref.split()}, n)")
         for n in (1, 2, 3, 4):
             h, r = _ngrams(hyp.split(), n), _ngrams(ref.split(), n)
             want = (sum(min(c, r.get(g, 0)) for g, c in h.items()), sum(h.values()))
@@ -58,7 +69,11 @@ def _(brevity_penalty):
 @_exercise("8.3", "corpus BLEU")
 def _(corpus_bleu):
     import sacrebleu
-    for hyps, refs in ((_HYPS, _REFS), (_HYPS[:3], _REFS[:3]), (_REFS[:3], _REFS[:3])):
+    drawn = _drawn_pairs(_unpredictable().randint(2, 6))
+    # a corpus whose every n-gram order matches somewhere, so that its BLEU is not 0 for a reason of its own
+    drawn = ([h + " a man runs in the snow" for h in drawn[0]], [r + " a man runs in the snow" for r in drawn[1]])
+    for hyps, refs in ((_HYPS, _REFS), (_HYPS[:3], _REFS[:3]), (_REFS[:3], _REFS[:3]), drawn):
+        _trying(f"corpus_bleu for {len(hyps)} sentences")
         want = sacrebleu.corpus_bleu(hyps, [refs], tokenize="none", smooth_method="none").score
         got = float(corpus_bleu([h.split() for h in hyps], [r.split() for r in refs]))
         if abs(got - want) <= 1e-6:
@@ -67,17 +82,22 @@ def _(corpus_bleu):
         if abs(got - sum(each) / len(each)) <= 1e-6:
             raise Wrong("corpus BLEU is not the mean of sentence BLEUs: add up the clipped matches, the n-gram counts and "
                         "the lengths over all sentences first, then take the precisions and the penalty once")
-        raise Wrong(f"for the first {len(hyps)} example sentences sacreBLEU (tokenize='none', no smoothing) gives "
-                    f"{want:.4f}, got {got:.4f} (on the 0 to 100 scale)")
+        raise Wrong(f"for {len(hyps)} sentences ({hyps[0]!r} against {refs[0]!r} first) sacreBLEU (tokenize='none', "
+                    f"no smoothing) gives {want:.4f}, got {got:.4f} (on the 0 to 100 scale)")
     return "It equals sacrebleu.corpus_bleu on pre-split text without smoothing."
 
 
 @_exercise("8.4", "average the checkpoints")
 def _(average_state_dicts):
     torch.manual_seed(0)
+    draw = _unpredictable()
+    rows, cols, dtype = draw.randint(1, 6), draw.randint(1, 6), draw.choice([torch.float32, torch.float64])
     cases = [[{"w": torch.randn(3, 4), "b": torch.randn(4), "steps": torch.tensor(100 * (i + 1))} for i in range(3)],
              # two checkpoints, other keys and a float64 weight: neither a count nor a key written in passes
-             [{"layer.weight": torch.randn(2, 5, dtype=torch.float64), "epoch": torch.tensor(7 + i)} for i in range(2)]]
+             [{"layer.weight": torch.randn(2, 5, dtype=torch.float64), "epoch": torch.tensor(7 + i)} for i in range(2)],
+             # and a count, shapes, a dtype and a counter drawn afresh
+             [{"proj.weight": torch.randn(rows, cols, dtype=dtype), "proj.bias": torch.randn(rows, dtype=dtype),
+               "step": torch.tensor(draw.randint(1, 10**6) + i)} for i in range(draw.randint(2, 7))]]
     for dicts in cases:
         floats = [k for k, v in dicts[-1].items() if v.is_floating_point()]
         counter = next(k for k, v in dicts[-1].items() if not v.is_floating_point())

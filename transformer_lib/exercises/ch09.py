@@ -8,13 +8,14 @@ import math
 import torch
 from torch import nn
 
-from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch, _trying
+from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch, _trying, _unpredictable
 
 
 @_exercise("9.1", "one matrix for q, k and v")
 def _(fuse_qkv):
     torch.manual_seed(0)
-    for d in (8, 5):  # two sizes, so that no d_model written in passes
+    draw = _unpredictable()  # sizes, one drawn afresh, so that no d_model written in passes
+    for d in (8, 5, next(d for d in iter(lambda: draw.randint(1, 48), None) if d not in (8, 5))):
         _trying(f"q, k and v of d_model={d}")
         q, k, v = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
         fused = fuse_qkv(q, k, v)
@@ -37,7 +38,10 @@ def _(fuse_qkv):
 
 @_exercise("9.2", "the gaps between bfloat16 numbers")
 def _(bf16_spacing):
-    for x in (1.0, 1.5, 3.0, 1000.0, 0.01):
+    draw = _unpredictable()  # and two numbers drawn afresh, of any size
+    for x in (1.0, 1.5, 3.0, 1000.0, 0.01, *(float(torch.tensor(10 ** draw.uniform(-6, 6)).bfloat16())
+                                             for _ in range(2))):
+        _trying(f"bf16_spacing({x!r})")
         t = torch.tensor([x], dtype=torch.bfloat16)
         above = (t.view(torch.int16) + 1).view(torch.bfloat16)
         want, got = float(above - t), float(bf16_spacing(x))
@@ -50,13 +54,16 @@ def _(bf16_spacing):
             raise Wrong(f"the gap grows with the number, as floating point keeps relative precision: at {x} it is "
                         f"{want:g}, not 2^-7")
         raise Wrong(f"the next bfloat16 number above {x} is {x + want:g}, a gap of {want:g}, got {got:g}")
-    return "bfloat16 has float32's range and about 2 to 3 significant decimal digits: 256 numbers per power of two."
+    return "bfloat16 has float32's range and about 2 to 3 significant decimal digits: 128 numbers per power of two."
 
 
 @_exercise("9.3", "int8 with a zero-point")
 def _(quantize_asymmetric):
     torch.manual_seed(0)
-    for label, x in (("ReLU outputs", torch.randn(200).relu() * 3), ("values from -1 to 5", torch.rand(200) * 6 - 1)):
+    draw = _unpredictable()  # and a range drawn afresh, of any width and offset
+    low, width = draw.uniform(-8.0, 2.0), draw.uniform(0.5, 20.0)
+    for label, x in (("ReLU outputs", torch.randn(200).relu() * 3), ("values from -1 to 5", torch.rand(200) * 6 - 1),
+                     (f"values from {low:.3g} to {low + width:.3g}", torch.rand(draw.randint(2, 300)) * width + low)):
         _trying(label)
         out = quantize_asymmetric(x.clone())
         if not isinstance(out, tuple) or len(out) != 3:
@@ -84,6 +91,9 @@ def _(quantize_asymmetric):
         if (err > scale * (1 + 1e-4)).any() or not -128 <= zero_point <= 127:
             raise Wrong(f"{label}: the levels do not cover the values: zero_point = round(-128 - lo / scale), q = "
                         "clamp(round(x / scale) + zero_point, -128, 127)")
+        if math.isfinite(scale) and (back[x == 0] != 0).any():  # NaN is named as such at the end
+            raise Wrong(f"{label}: 0.0 should come back exactly 0.0, got {float(back[x == 0].abs().max()):.3g}: "
+                        "zero_point is an integer, the level 0.0 quantizes to")
     return "0.0 is a level, so zero padding and ReLU's zeros come back exact, and all 256 levels cover the range."
 
 
@@ -92,7 +102,11 @@ def _(smoothed_kl):
     from transformer_lib.training import LabelSmoothing
     torch.manual_seed(0)
     # the first as before; then another vocabulary, padding id and smoothing, so that none written in passes
-    for vocab, pad, eps, target in ((9, 1, 0.1, [3, 1, 8, 0, 5, 1]), (12, 0, 0.25, [4, 0, 11, 2, 7])):
+    draw = _unpredictable()  # and a vocabulary, padding id, smoothing and targets drawn afresh
+    vocab = draw.randint(3, 40)
+    pad = draw.randrange(vocab)
+    drawn = (vocab, pad, round(draw.uniform(0.01, 0.5), 3), [draw.randrange(vocab) for _ in range(draw.randint(1, 9))])
+    for vocab, pad, eps, target in ((9, 1, 0.1, [3, 1, 8, 0, 5, 1]), (12, 0, 0.25, [4, 0, 11, 2, 7]), drawn):
         _trying(f"smoothed_kl(log_probs, target, {eps}, {pad}) with V = {vocab}")
         target = torch.tensor(target)
         log_probs = torch.randn(len(target), vocab, dtype=torch.float64).log_softmax(-1)
@@ -108,4 +122,4 @@ def _(smoothed_kl):
                         f"(1 - s) log(1 - s) + s log(s / (V - 2)) = {constant:.4f}")
         raise Wrong(f"for {len(target)} rows ({len(target) - real} of them padding, id {pad}), V = {vocab} and "
                     f"smoothing {eps} the loss is {want:.6f}, got {got:.6f}")
-    return "The same loss as LabelSmoothing, from one gather and one sum per row: no (N, V) tensor."
+    return "The same loss as LabelSmoothing; written as one gather and one sum per row, it needs no (N, V) tensor."

@@ -12,7 +12,16 @@ from transformer_lib.exercises.core import Wrong, _exercise, _tensor, _trying, _
 
 @_exercise("10.1", "inputs and targets")
 def _(shift):
-    tokens = torch.tensor([[2, 7, 8, 9, 3], [2, 5, 3, 1, 1]])
+    draw = _unpredictable()  # and a batch drawn afresh, of any size
+    drawn = torch.tensor([[draw.randrange(50) for _ in range(draw.randint(2, 12))]] * draw.randint(1, 5))
+    for tokens in (torch.tensor([[2, 7, 8, 9, 3], [2, 5, 3, 1, 1]]), drawn.random_(50, generator=torch.Generator(
+            ).manual_seed(draw.randrange(2**31)))):
+        _trying(f"shift(tokens) for tokens of shape {tuple(tokens.shape)}")
+        _shifted(shift, tokens)
+    return "Every position of every sequence is a training example: T - 1 predictions from one forward pass."
+
+
+def _shifted(shift, tokens: torch.Tensor) -> None:
     out = shift(tokens.clone())
     if not isinstance(out, tuple) or len(out) != 2:
         raise Wrong("shift(tokens) should return (inputs, targets)")
@@ -25,7 +34,6 @@ def _(shift):
     if not (torch.equal(inputs, tokens[:, :-1]) and torch.equal(targets, tokens[:, 1:])):
         raise Wrong(f"for {tokens.tolist()} expected inputs {tokens[:, :-1].tolist()} and targets "
                     f"{tokens[:, 1:].tolist()}, got {inputs.tolist()} and {targets.tolist()}")
-    return "Every position of every sequence is a training example: T - 1 predictions from one forward pass."
 
 
 @_exercise("10.2", "perplexity of a corpus")
@@ -62,7 +70,15 @@ _NUCLEI = (([[0.5, 0.05, 0.25, 0.15, 0.05]], (0.5, 0.7, 0.75, 0.9, 1.0)),
 @_exercise("10.3", "the nucleus")
 def _(top_p_filter):
     from transformer_lib.gpt import filter_logits
-    for rows, ps in _NUCLEI:
+    draw = _unpredictable()  # and distributions and thresholds drawn afresh
+    drawn = torch.rand(draw.randint(1, 4), draw.randint(2, 10), generator=torch.Generator().manual_seed(
+        draw.randrange(2**31))) + 0.01
+    drawn = [[round(v, 4) for v in row] for row in (drawn / drawn.sum(-1, keepdim=True)).tolist()]
+    sums = torch.tensor(drawn, dtype=torch.float64)
+    sums = (sums / sums.sum(-1, keepdim=True)).sort(-1, descending=True).values.cumsum(-1)
+    ps = [p for p in (round(draw.uniform(0.05, 0.99), 3) for _ in range(20))  # none on a boundary, where rounding
+          if (sums - p).abs().min() > 1e-3][:3]                            # would decide
+    for rows, ps in (*_NUCLEI, (drawn, tuple(ps))):
         probs = torch.tensor(rows)
         logits = probs.log()
         for p in ps:
@@ -88,18 +104,26 @@ def _(top_p_filter):
 
 @_exercise("10.4", "temperature")
 def _(sample_probs):
-    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0]])
-    for t in (1.0, 0.5, 2.0):
-        want = (logits / t).softmax(-1)
+    draw = _unpredictable()  # and logits drawn afresh, at a temperature near 0 and one far above 1
+    drawn = torch.randn(draw.randint(1, 4), draw.randint(2, 9), generator=torch.Generator().manual_seed(
+        draw.randrange(2**31))) * 3
+    shown = {}
+    for logits, t in [(torch.tensor([[2.0, 1.0, 0.0, -1.0]]), t) for t in (1.0, 0.5, 2.0)] + [
+            (drawn, draw.uniform(0.3, 3.0)), (drawn, 1e-3), (drawn, 1e3)]:
+        _trying(f"sample_probs(logits, {t:g}) for logits of shape {tuple(logits.shape)}")
+        want = (logits.double() / t).softmax(-1)
         got = _tensor("sample_probs(logits, temperature)", sample_probs(logits.clone(), t), tuple(logits.shape))
         if torch.allclose(got, want.double(), atol=1e-6):
+            shown[t] = got.max(-1).values  # each row's largest probability, for the message
             continue
-        if torch.allclose(got, (logits * t).softmax(-1).double(), atol=1e-6):
+        if torch.allclose(got, (logits.double() * t).softmax(-1), atol=1e-6):
             raise Wrong(f"at temperature {t}: divide the logits by the temperature (a low temperature sharpens the "
                         "distribution, a high one flattens it), not multiply")
-        raise Wrong(f"at temperature {t} expected {[round(v, 4) for v in want[0].tolist()]}, got "
+        raise Wrong(f"at temperature {t:g} expected {[round(v, 4) for v in want[0].tolist()]}, got "
                     f"{[round(v, 4) for v in got[0].tolist()]}")
-    return "As the temperature falls to 0 sampling becomes greedy; as it grows the distribution flattens to uniform."
+    return (f"The likeliest token took {float(shown[1e-3].min()):.3f} of the probability at temperature 0.001, "
+            f"{float(shown[1e3].max()):.3f} at 1000 (uniform: {1 / drawn.shape[-1]:.3f}): a low temperature sharpens, "
+            "a high one flattens.")
 
 
 @_exercise("10.5", "the size of the cache")

@@ -36,7 +36,11 @@ def _(rms_norm):
 def _(swiglu_hidden):
     from transformer_lib.modern import Block, BlockConfig
     # 3 divides the first d_ff, not the others: 2/3 d_ff falls above and below a whole number
-    for d_model, d_ff in ((96, 384), (256, 1024), (512, 2048)):
+    draw = _unpredictable()  # and a width drawn afresh
+    fixed = ((96, 384), (256, 1024), (512, 2048))
+    drawn = next(c for c in iter(lambda: (lambda d: (d, d * draw.choice([2, 3, 4, 8])))(4 * draw.randint(2, 200)), None)
+                 if c not in fixed)
+    for d_model, d_ff in (*fixed, drawn):
         _trying(f"for d_model {d_model} and d_ff {d_ff}")
         got = int(swiglu_hidden(d_model, d_ff))
         relu, gated = 2 * d_model * d_ff, 3 * d_model * got  # weights, no biases
@@ -64,7 +68,10 @@ _ROPE_CASES = (((1, 2, 6, 8), 10000.0), ((2, 1, 5, 4), 500.0), ((1, 3, 7, 12), 5
 def _(rope):
     from transformer_lib.modern import apply_rope, rope_angles
     torch.manual_seed(0)
-    for shape, base in _ROPE_CASES:
+    draw = _unpredictable()  # and a shape and base drawn afresh
+    drawn = ((draw.randint(1, 3), draw.randint(1, 3), draw.randint(1, 9), 2 * draw.randint(1, 8)),
+             float(round(10 ** draw.uniform(1, 5))))
+    for shape, base in (*_ROPE_CASES, drawn):
         T, d_k = shape[-2], shape[-1]
         case = f"for x of shape {shape} and base {base:g}"
         _trying(case)
