@@ -28,6 +28,7 @@ the list of that name in chapter 7.
   cell.
 """
 import ast
+import builtins
 import contextlib
 import copy
 import importlib.util
@@ -180,18 +181,17 @@ def _star(tree: ast.AST) -> bool:
 
 def _run_again(nb, exercises) -> list[int]:
     """The experiments (code cells before the exercises, definition cells aside) that read, themselves or through a
-    function or class the chapter defines, a name an exercise cell binds or reads; module names aside, as what an
-    exercise does to a module is probed whole (_STATE). An exercise's star import may bind anything: every
+    function or class the chapter defines, a name an exercise cell binds, or an object of the chapter it reads (what
+    an exercise does to a module is probed whole, _STATE). An exercise's star import may bind anything: every
     experiment."""
     first = min(exercises)
     trees = {i: _python(c.source) for i, c in enumerate(nb.cells) if c.cell_type == "code"}
     modules = {(a.asname or a.name).split(".")[0] for i, tree in trees.items() for n in ast.walk(tree)
                if isinstance(n, ast.Import) for a in n.names}
     touched, star = set(), False
-    for i in exercises:
-        touched |= _names_in(trees[i]) | _top_level_names(trees[i])
+    for i in exercises:  # what an exercise binds, and the chapter's objects it reads (not a module, not a builtin)
+        touched |= _top_level_names(trees[i]) | (_names_in(trees[i]) - modules - set(dir(builtins)))
         star |= _star(trees[i])
-    touched -= modules
     defined = {}  # a function or class the chapter defines before the exercises -> the names its body reads
     for i, tree in trees.items():
         if i < first:
