@@ -16,16 +16,16 @@ the list of that name in chapter 7.
   it passes. Every other cell is compared with its committed
   output as nbval compares it, a cell tagged corpus-dependent with its output on the offline corpus
   (notebooks/offline_outputs.json): this is the test command's run of the chapters as a newcomer without data or
-  network meets them, and nbval runs them on Multi30k. Then, in the same
-  kernel, it runs again, in order, every experiment before the exercises that an exercise could have changed: each
-  code cell but the definition cells (`#| export`, `#| exporti`, whose running again would define afresh every name
-  the chapter exports and hide an exercise that shadows one; a learner going back runs the experiment, not the
-  library) that reads, itself or through a function the chapter defines, a name an exercise cell binds or reads
-  (modules aside; a star import counts as every name). What an exercise could change without naming it, it may not
-  change at all: torch's defaults (dtype, device, gradients, threads, determinism) and every function and object of
-  torch, torch.nn, torch.nn.functional and the library are the same after the exercises as before them. Throughout,
-  no cell may rebind a name that holds a number to something that is not one. A failure names the chapter and the
-  cell.
+  network meets them, and nbval runs them on Multi30k. Then, in the same kernel, it runs again, in order, every
+  experiment before the exercises that an exercise could have changed: each code cell but the definition cells
+  (`#| export`, `#| exporti`, whose running again would define afresh every name the chapter exports and hide an
+  exercise that shadows one; a learner going back runs the experiment, not the library) that reads, itself or
+  through a function the chapter defines, a name an exercise cell binds or an object of the chapter an exercise reads
+  (modules and builtins aside; a star import counts as every name). What an exercise could change without naming
+  it, it may not change at all: torch's defaults (dtype, device, gradients, threads, determinism) and every function
+  and object of torch, torch.nn, torch.nn.functional and the library are the same after the exercises as before
+  them. Throughout, no cell may rebind a name that holds a number to something that is not one. A failure names the
+  chapter and the cell.
 """
 import ast
 import builtins
@@ -186,7 +186,7 @@ def _run_again(nb, exercises) -> list[int]:
     experiment."""
     first = min(exercises)
     trees = {i: _python(c.source) for i, c in enumerate(nb.cells) if c.cell_type == "code"}
-    modules = {(a.asname or a.name).split(".")[0] for i, tree in trees.items() for n in ast.walk(tree)
+    modules = {(a.asname or a.name).split(".")[0] for tree in trees.values() for n in ast.walk(tree)
                if isinstance(n, ast.Import) for a in n.names}
     touched, star = set(), False
     for i in exercises:  # what an exercise binds, and the chapter's objects it reads (not a module, not a builtin)
@@ -228,7 +228,6 @@ def _changed_state(before: dict, after: dict) -> list[str]:
                f"{after['defaults']}"] if before["defaults"] != after["defaults"] else []
     return changes + [f"`{name}` is another object" for name, ident in sorted(before["objects"].items())
                       if name in after["objects"] and after["objects"][name] != ident]
-
 
 
 def test_the_experiments_run_again_are_those_an_exercise_could_change():

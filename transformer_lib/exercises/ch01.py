@@ -7,14 +7,14 @@ import math
 
 import torch
 
-from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch, _table, _tensor, _trying, _unpredictable
+from transformer_lib.exercises.core import (Wrong, _exercise, _first_mismatch, _table, _tensor, _trying, _unlike,
+                                            _unpredictable)
 
 
 @_exercise("1.1", "the sinusoidal table")
 def _(sinusoidal):
     draw = _unpredictable()  # and one size of the table no answer can know in advance
-    drawn = next(c for c in iter(lambda: (draw.randint(2, 80), 2 * draw.randint(2, 40)), None)
-                 if c not in ((50, 16), (9, 4)))
+    drawn = _unlike(lambda: (draw.randint(2, 80), 2 * draw.randint(2, 40)), ((50, 16), (9, 4)))
     for max_len, d_model in ((50, 16), (9, 4), drawn):
         _trying(f"sinusoidal({max_len}, {d_model})")
         got, want = _tensor("sinusoidal(max_len, d_model)", sinusoidal(max_len, d_model), (max_len, d_model)), \
@@ -58,7 +58,7 @@ def _table_slips(max_len: int, d_model: int):
 @_exercise("1.2", "PE(p) . PE(p + k) depends on k alone")
 def _(pe_dot):
     draw = _unpredictable()  # and a size and offsets drawn afresh
-    drawn = next(d for d in iter(lambda: 2 * draw.randint(1, 64), None) if d not in (16, 6, 64))
+    drawn = _unlike(lambda: 2 * draw.randint(1, 64), (16, 6, 64))
     for d_model, offsets in ((16, range(30)), (6, range(30)), (64, range(30)),
                              (drawn, sorted(draw.sample(range(200), 5)))):
         _trying(f"pe_dot(k, {d_model})")
@@ -87,7 +87,7 @@ def _(pe_dot):
 @_exercise("1.3", "the wavelengths")
 def _(wavelengths):
     draw = _unpredictable()  # and a d_model drawn afresh
-    for d_model in (16, 512, next(d for d in iter(lambda: 2 * draw.randint(1, 300), None) if d not in (16, 512))):
+    for d_model in (16, 512, _unlike(lambda: 2 * draw.randint(1, 300), (16, 512))):
         _trying(f"wavelengths({d_model})")
         i = torch.arange(d_model // 2, dtype=torch.float64)
         omega = 10000.0 ** (-2 * i / d_model)
@@ -108,8 +108,7 @@ def _(wavelengths):
 def _(closest):
     # d_model 4 as well: there the fastest pair comes round again and a farther position wins, so p + 1 written in fails
     draw = _unpredictable()  # and a table and positions drawn afresh
-    length, width = next(c for c in iter(lambda: (draw.randint(3, 80), 2 * draw.randint(1, 32)), None)
-                         if c not in ((50, 32), (50, 4)))
+    length, width = _unlike(lambda: (draw.randint(3, 80), 2 * draw.randint(1, 32)), ((50, 32), (50, 4)))
     for length, d_model, positions in ((50, 32, (0, 5, 20, 49)), (50, 4, (0, 20, 49)),
                                        (length, width, draw.sample(range(length), 3))):
         table = _table(length, d_model)

@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from transformer_lib.exercises.core import Wrong, _exercise, _trying, _unpredictable
+from transformer_lib.exercises.core import Wrong, _exercise, _trying, _unlike, _unpredictable
 
 
 @_exercise("4.1", "count the whole model")
@@ -83,7 +83,7 @@ def _(tie):
     from transformer_lib.model import make_model
     draw = _unpredictable()  # and a vocabulary and width drawn afresh, so that no size written in passes
     saved = []
-    drawn = next(c for c in iter(lambda: (draw.randint(5, 60), 2 * draw.randint(2, 24)), None) if c != (13, 16))
+    drawn = _unlike(lambda: (draw.randint(5, 60), 2 * draw.randint(2, 24)), ((13, 16),))
     for vocab, d_model in ((13, 16), drawn):
         _trying(f"tie(model) for a shared vocabulary of {vocab} and d_model {d_model}")
         torch.manual_seed(0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch, _tensor, _trying, _unpredictable
+from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch, _tensor, _trying, _unlike, _unpredictable
 
 
 @_exercise("5.1", "the learning-rate schedule")
@@ -107,8 +107,7 @@ def _(floor):
 @_exercise("5.4", "exact gradient accumulation")
 def _(micro_batch_weights):
     draw = _unpredictable()  # several, and one drawn afresh (not all equal), so that no list written in passes
-    drawn = next(c for c in iter(lambda: [draw.randint(1, 500) for _ in range(draw.randint(2, 8))], None)
-                 if len(set(c)) > 1)
+    drawn = _unlike(lambda: [draw.randint(1, 500) for _ in range(draw.randint(2, 8))], (1,), key=lambda c: len(set(c)))
     for counts in ([120, 40, 40], [7, 3], [5, 30, 10, 5], drawn):
         _trying(f"micro_batch_weights({counts})")
         got = [float(w) for w in micro_batch_weights(list(counts))]

@@ -117,27 +117,28 @@ _TRAPS = [
 ]
 
 
+def _encodes_as_bpe(encode_word, bpe, word: str) -> None:
+    want, got = bpe.encode_word(word), list(encode_word(word, list(bpe.merges)))
+    if got != want:
+        raise Wrong(f"for the pre-token {word!r} BPE gives {want}, got {got}: replay the merges in the order they "
+                    "were learned, each joining every occurrence of its pair")
+
+
 @_exercise("6.3", "encode with the merges")
 def _(encode_word):
     from transformer_lib.data import BPE
     bpe = BPE.learn(dict(_WORDS), 12)
     for word in ("▁lowest", "▁banana", "▁bananas", "aaaa", "▁newer", "▁owl", "▁wide", "▁nab"):
-        want, got = bpe.encode_word(word), list(encode_word(word, list(bpe.merges)))
-        if got != want:
-            raise Wrong(f"for the pre-token {word!r} BPE gives {want}, got {got}: replay the merges in the order they "
-                        "were learned, each joining every occurrence of its pair")
-    draw = _unpredictable()  # pre-tokens drawn afresh from the letters the merges know
-    for word in ["▁" * (draw.random() < 0.6) + "".join(draw.choice("lowernsidba") for _ in range(draw.randint(1, 9)))
-                 for _ in range(3)]:
-        want, got = bpe.encode_word(word), list(encode_word(word, list(bpe.merges)))
-        if got != want:
-            raise Wrong(f"for the pre-token {word!r} BPE gives {want}, got {got}: replay the merges in the order they "
-                        "were learned, each joining every occurrence of its pair")
-    for word, merges, wrong, hint in _TRAPS:
+        _encodes_as_bpe(encode_word, bpe, word)
+    for word, merges, wrong, hint in _TRAPS:  # before the drawn pre-tokens, so that a slip they catch is named
         want, got = _replay(word, merges), list(encode_word(word, [tuple(m) for m in merges]))
         if got != want:
             hint = hint if got == wrong else "replay the merges in the order they were learned"
             raise Wrong(f"for the pre-token {word!r} and the merges {merges} BPE gives {want}, got {got}: {hint}")
+    draw = _unpredictable()  # and pre-tokens drawn afresh from the letters the merges know
+    for _ in range(3):
+        _encodes_as_bpe(encode_word, bpe, "▁" * (draw.random() < 0.6) + "".join(draw.choice("lowernsidba")
+                                                                               for _ in range(draw.randint(1, 9))))
     return f"It cuts as BPE.encode_word does with the {len(bpe.merges)} merges {bpe.merges[:3]}..."
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from transformer_lib.exercises.core import Wrong, _exercise, _trying, _unpredictable
+from transformer_lib.exercises.core import Wrong, _exercise, _trying, _unlike, _unpredictable
 
 
 @_exercise("7.1", "the length penalty")
@@ -95,7 +95,7 @@ def _(greedy_search):
     # the toy model with its own ids, then with them relabelled (start 3, end 0), then relabelled and cut at a length
     # drawn afresh, so that no id or length written in passes
     draw = _unpredictable()
-    drawn = next(d for d in iter(lambda: draw.sample(range(6), 6), None) if d[:2] not in ([0, 1], [3, 0]))
+    drawn = _unlike(lambda: draw.sample(range(6), 6), ([0, 1], [3, 0]), key=lambda ids: ids[:2])  # start, end
     for relabel, lengths in (([0, 1, 2, 3, 4, 5], (10, 3)), ([3, 0, 5, 1, 4, 2], (10, 3)),
                              (drawn, (draw.randint(1, 12),))):
         back = {new: old for old, new in enumerate(relabel)}

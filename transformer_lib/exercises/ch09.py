@@ -8,14 +8,14 @@ import math
 import torch
 from torch import nn
 
-from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch, _trying, _unpredictable
+from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch, _trying, _unlike, _unpredictable
 
 
 @_exercise("9.1", "one matrix for q, k and v")
 def _(fuse_qkv):
     torch.manual_seed(0)
     draw = _unpredictable()  # sizes, one drawn afresh, so that no d_model written in passes
-    for d in (8, 5, next(d for d in iter(lambda: draw.randint(1, 48), None) if d not in (8, 5))):
+    for d in (8, 5, _unlike(lambda: draw.randint(1, 48), (8, 5))):
         _trying(f"q, k and v of d_model={d}")
         q, k, v = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
         fused = fuse_qkv(q, k, v)

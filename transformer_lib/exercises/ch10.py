@@ -7,15 +7,15 @@ import math
 
 import torch
 
-from transformer_lib.exercises.core import Wrong, _exercise, _tensor, _trying, _unpredictable
+from transformer_lib.exercises.core import Wrong, _exercise, _tensor, _trying, _unlike, _unpredictable
 
 
 @_exercise("10.1", "inputs and targets")
 def _(shift):
     draw = _unpredictable()  # and a batch drawn afresh, of any size
-    drawn = torch.tensor([[draw.randrange(50) for _ in range(draw.randint(2, 12))]] * draw.randint(1, 5))
-    for tokens in (torch.tensor([[2, 7, 8, 9, 3], [2, 5, 3, 1, 1]]), drawn.random_(50, generator=torch.Generator(
-            ).manual_seed(draw.randrange(2**31)))):
+    drawn = _unlike(lambda: torch.randint(50, (draw.randint(1, 5), draw.randint(2, 12)), generator=torch.Generator(
+    ).manual_seed(draw.randrange(2**31))), (True,), key=lambda t: torch.equal(t[:, 1:], t[:, :-1]))  # shifts differ
+    for tokens in (torch.tensor([[2, 7, 8, 9, 3], [2, 5, 3, 1, 1]]), drawn):
         _trying(f"shift(tokens) for tokens of shape {tuple(tokens.shape)}")
         _shifted(shift, tokens)
     return "Every position of every sequence is a training example: T - 1 predictions from one forward pass."
@@ -106,14 +106,14 @@ def _(top_p_filter):
 def _(sample_probs):
     draw = _unpredictable()  # and logits drawn afresh, at a temperature near 0 and one far above 1
     drawn = torch.randn(draw.randint(1, 4), draw.randint(2, 9), generator=torch.Generator().manual_seed(
-        draw.randrange(2**31))) * 3
+        draw.randrange(2**31)), dtype=torch.float64) * 3  # float64: at temperature 0.001 float32 would round apart
     shown = {}
     for logits, t in [(torch.tensor([[2.0, 1.0, 0.0, -1.0]]), t) for t in (1.0, 0.5, 2.0)] + [
             (drawn, draw.uniform(0.3, 3.0)), (drawn, 1e-3), (drawn, 1e3)]:
         _trying(f"sample_probs(logits, {t:g}) for logits of shape {tuple(logits.shape)}")
         want = (logits.double() / t).softmax(-1)
         got = _tensor("sample_probs(logits, temperature)", sample_probs(logits.clone(), t), tuple(logits.shape))
-        if torch.allclose(got, want.double(), atol=1e-6):
+        if torch.allclose(got, want, atol=1e-6):
             shown[t] = got.max(-1).values  # each row's largest probability, for the message
             continue
         if torch.allclose(got, (logits.double() * t).softmax(-1), atol=1e-6):

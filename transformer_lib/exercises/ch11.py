@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch, _tensor, _trying, _unpredictable
+from transformer_lib.exercises.core import Wrong, _exercise, _first_mismatch, _tensor, _trying, _unlike, _unpredictable
 
 
 @_exercise("11.1", "RMSNorm")
@@ -38,8 +38,7 @@ def _(swiglu_hidden):
     # 3 divides the first d_ff, not the others: 2/3 d_ff falls above and below a whole number
     draw = _unpredictable()  # and a width drawn afresh
     fixed = ((96, 384), (256, 1024), (512, 2048))
-    drawn = next(c for c in iter(lambda: (lambda d: (d, d * draw.choice([2, 3, 4, 8])))(4 * draw.randint(2, 200)), None)
-                 if c not in fixed)
+    drawn = _unlike(lambda: (lambda d: (d, d * draw.choice([2, 3, 4, 8])))(4 * draw.randint(2, 200)), fixed)
     for d_model, d_ff in (*fixed, drawn):
         _trying(f"for d_model {d_model} and d_ff {d_ff}")
         got = int(swiglu_hidden(d_model, d_ff))

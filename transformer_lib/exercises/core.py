@@ -68,6 +68,14 @@ def _unpredictable() -> random.Random:
     return _DRAW[0]
 
 
+def _unlike(draw_case: Callable, fixed, key: Callable = lambda case: case):
+    """A case from draw_case() whose key is none of `fixed`, the check's fixed cases, drawn again until it is not: an
+    answer holding a table of the fixed cases then always fails the drawn one."""
+    while key(case := draw_case()) in fixed:
+        pass
+    return case
+
+
 def _trying(case: str) -> None:
     """Name the case (sizes, bases, counts) a check tries next, so that a crash on it says which one."""
     _CASE[0] = case
