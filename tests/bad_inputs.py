@@ -25,6 +25,7 @@ from transformer_lib import embeddings as E
 from transformer_lib import fast as F
 from transformer_lib import model as M
 from transformer_lib import multi30k as MK
+from transformer_lib import plots as P
 from transformer_lib import runtime as R
 from transformer_lib import training as T
 from transformer_lib import translation as X
@@ -937,11 +938,11 @@ def _(tmp): G.attention_frame(G.attention_maps(tiny_model(), [2, 3], [1, 2]), ["
 
 
 @case("plot_attention_grid(maps, kind, ...)", "an unknown kind", ValueError, "kind", "'cross'")
-def _(tmp): G.plot_attention_grid({}, "self", [], [])
+def _(tmp): P.plot_attention_grid({}, "self", [], [])
 
 
 @case("plot_attention_grid(maps, kind, ..., layers=...)", "a layer the maps do not have", ValueError, "layers", "from 1 to 1")
-def _(tmp): G.plot_attention_grid(G.attention_maps(tiny_model(), [2, 3], [1, 2]), "cross", ["ein", "mann"], ["<s>", "a"],
+def _(tmp): P.plot_attention_grid(G.attention_maps(tiny_model(), [2, 3], [1, 2]), "cross", ["ein", "mann"], ["<s>", "a"],
                                   layers=[2])
 
 

@@ -2,6 +2,7 @@
 models (correctness needs no training). Decoding sentences with a trained model: test_translation_training.py.
 """
 import itertools
+from pathlib import Path
 
 import matplotlib
 
@@ -14,9 +15,9 @@ from transformer_lib.attention import padding_mask, subsequent_mask  # noqa: E40
 from transformer_lib.data import Tokenizer, Vocab, offline_corpus  # noqa: E402
 from transformer_lib.decoding import (  # noqa: E402
     ATTENTION_AXES, DecoderCache, attention_chart, attention_frame, attention_maps, beam_search, greedy_decode_cached,
-    plot_attention_grid,
 )
 from transformer_lib.model import make_model  # noqa: E402
+from transformer_lib.plots import plot_attention_grid  # noqa: E402
 from transformer_lib.training import greedy_decode  # noqa: E402
 
 PAD, BOS, EOS = 1, 2, 3
@@ -255,3 +256,29 @@ def test_the_length_penalty_ranks_hypotheses_as_a_hand_computed_table_says(alpha
     lengths = torch.tensor([2, 6, 4])
     (best,) = _best_hypotheses(ys, scores, lengths, end, alpha)
     assert best == ys[winner, 1:].tolist()[: ys[winner, 1:].tolist().index(end) + 1]
+
+
+def test_chapter_7s_reading_of_greedy_against_the_beam_holds_in_its_committed_output():
+    """The paragraph after the comparison of greedy decoding and a beam of 5 reads its committed output (the `cpu`
+    budget's 32 sentences): the beam scores higher each time; one beam translation is less probable but longer; only
+    the beam keeps "im Park" for the white cyclist; neither translates "müde" as tired."""
+    import re
+
+    import nbformat
+
+    nb = nbformat.read(Path(__file__).parent.parent / "notebooks" / "07_decoding.ipynb", as_version=4)
+    out = next(c for c in nb.cells if c.source.startswith("@torch.no_grad()\ndef log_prob")).outputs[0]["text"]
+    assert out.startswith("greedy and beam 5 differ on 4 of 32 sentences")
+    line = re.compile(r"  (greedy|beam 5) +(-?[\d.]+) \(score +(-?[\d.]+)\)  (.*)")
+    lines = out.splitlines()[1:]
+    pairs = []
+    for de, g, b in zip(lines[::3], lines[1::3], lines[2::3]):
+        (_, g_lp, g_score, g_text), (_, b_lp, b_score, b_text) = line.match(g).groups(), line.match(b).groups()
+        pairs.append((de, float(g_lp), float(g_score), g_text, float(b_lp), float(b_score), b_text))
+    assert len(pairs) == 4
+    assert all(b_score >= g_score for _, _, g_score, _, _, b_score, _ in pairs)  # "each time, the beam scores higher"
+    assert any(b_lp < g_lp and len(b_text) > len(g_text) for _, g_lp, _, g_text, b_lp, _, b_text in pairs)
+    cyclist = next(p for p in pairs if "weißer Radfahrer" in p[0] and "im Park" in p[0])
+    assert "park" in cyclist[6] and "park" not in cyclist[3]  # only the beam keeps "im Park"
+    tired = next(p for p in pairs if "müder" in p[0])
+    assert "tired" not in tired[3] + tired[6]

@@ -17,14 +17,14 @@ from pathlib import Path
 import torch
 
 from transformer_lib.checks.core import as_device, check_file
-from transformer_lib.checks.decoding import check_vocabs
+from transformer_lib.checks.decoding import check_search, check_sentences, check_vocabs
 from transformer_lib.files import load_tensors, read_safetensors
 
 __all__ = [
     "PRETRAINED_FILE", "pretrained_path", "load_checkpoint", "check_checkpoint", "check_checkpoint_metadata",
     "read_checkpoint_metadata", "read_checkpoint_tokenizers", "check_checkpoint_shapes", "check_checkpoint_vocabs", "read_checkpoint",
     "check_carried", "check_tokenizer_fits", "is_subword_vocab", "scoring_tokenizer", "check_hypotheses",
-    "check_run_length",
+    "check_run_length", "check_translate_tokens",
 ]
 
 
@@ -87,6 +87,15 @@ def check_carried(model, **given) -> None:
         if vocab is not None and vocab is not own and getattr(vocab, "itos", None) != own.itos:
             raise ValueError(f"{name} is not the vocabulary the model carries ({len(vocab):,} tokens, the model's "
                              f"{len(own):,}); pass model.vocabs, or leave it out where the model's is the default")
+
+
+def check_translate_tokens(model, sentences, src_tok, src_vocab, tgt_vocab, beam_size, batch_size, search) -> None:
+    """translate_tokens' inputs, in the order a mistake is most likely: the sentences and sizes, vocabularies the
+    model carries (not another model's of the same size), a tokenizer that fits src_vocab, and the search."""
+    check_sentences(sentences, beam_size, model, src_vocab, tgt_vocab, batch_size)
+    check_carried(model, src_vocab=src_vocab, tgt_vocab=tgt_vocab)
+    check_tokenizer_fits("src_tok", src_tok, src_vocab)  # words for words, the model's own BPE for subwords
+    check_search(search)
 
 
 def check_checkpoint(model, src_vocab, tgt_vocab, info: dict, tokenizers=None) -> tuple[tuple, dict]:

@@ -11,7 +11,6 @@ __all__ = [
     'attention_maps',
     'attention_frame',
     'attention_chart',
-    'plot_attention_grid',
 ]
 
 # %% notebooks/07_decoding.ipynb cell 3
@@ -19,11 +18,11 @@ import torch
 from torch.nn.utils.rnn import pad_sequence
 
 from transformer_lib.attention import padding_mask, scaled_dot_product_attention, subsequent_mask
-from transformer_lib.checkpoint import check_carried, check_tokenizer_fits
 from transformer_lib.checks.core import check_int
 from transformer_lib.checks.training import check_decoding
-from transformer_lib.checks.decoding import (check_attention_ids, check_attention_kind, check_cache_length, check_layers,
-                                             check_map_labels, check_search, check_sentences, check_source_lengths)
+from transformer_lib.checks.decoding import (check_attention_ids, check_attention_kind, check_cache_length,
+                                             check_map_labels, check_source_lengths, check_weights_kept)
+from transformer_lib.checkpoint import check_translate_tokens
 from transformer_lib.data import SPACE
 
 
@@ -48,16 +47,10 @@ def _embed_step(model, tokens: torch.Tensor, t: int) -> torch.Tensor:
 
 
 class DecoderCache:
-    """Incremental decoding: feeds the decoder one token at a time, reusing the keys and values of earlier steps.
+    """Incremental decoding: the decoder fed one token at a time, reusing the keys and values of earlier steps.
 
-    The encoder's memory is projected to keys and values once per layer (cross-attention); each decoder layer's
-    self-attention keeps the keys and values of the tokens so far and adds one row per step, so a step costs
-    O(t) instead of recomputing the whole prefix, O(t^2). Gives the same log-probabilities as model.decode on
-    the full prefix.
-
-    Args:
-        model: an EncoderDecoder (eval mode).
-        memory: (N, Ls, d_model), the encoder's output; src_mask: (N, 1, 1, Ls).
+    Cross-attention's keys and values come from the encoder's memory (N, Ls, d_model), once per layer; each layer's
+    self-attention adds one row per step, so a step costs O(t), not O(t^2). model must be in eval mode.
     """
 
     def __init__(self, model, memory: torch.Tensor, src_mask: torch.Tensor):
@@ -85,11 +78,7 @@ class DecoderCache:
         return _attend(mha, x, k, v)
 
     def reorder(self, index: torch.Tensor, same_sources: bool = False) -> None:
-        """Keep the rows `index` (N',) of every cache: beam search follows its surviving hypotheses.
-
-        same_sources: every row keeps the source it had (beams of one sentence trade places among themselves), so
-        the cross-attention keys and values, computed once from the source, stay where they are.
-        """
+        """Keep the rows `index` of every cache. same_sources: each row keeps its source (cross stays)."""
         if not same_sources:
             self.cross = [(k[index], v[index]) for k, v in self.cross]
             self.src_mask = self.src_mask[index]
@@ -115,7 +104,7 @@ def greedy_decode_cached(model, src, src_mask, max_len: int, start_symbol: int, 
     return ys
 
 
-# %% notebooks/07_decoding.ipynb cell 22
+# %% notebooks/07_decoding.ipynb cell 24
 def _next_beams(scores: torch.Tensor, log_probs: torch.Tensor, finished: torch.Tensor, end_symbol: int):
     """One step of the search: the K best of each source's K x V extensions of its K hypotheses.
 
@@ -174,7 +163,7 @@ def beam_search(model, src, src_mask, max_len: int, start_symbol: int, end_symbo
     return _best_hypotheses(ys, scores, lengths, end_symbol, length_penalty)
 
 
-# %% notebooks/07_decoding.ipynb cell 28
+# %% notebooks/07_decoding.ipynb cell 30
 @torch.no_grad()
 def translate_tokens(model, sentences: list[str], src_tok, src_vocab, tgt_vocab, beam_size: int = 5,
                      length_penalty: float = 0.6, batch_size: int = 64, search=None) -> list[list[str]]:
@@ -185,10 +174,7 @@ def translate_tokens(model, sentences: list[str], src_tok, src_vocab, tgt_vocab,
     than the model has target positions. `search` replaces both with another callable like beam_search (chapter 9's
     FastBeamSearch).
     """
-    check_sentences(sentences, beam_size, model, src_vocab, tgt_vocab, batch_size)
-    check_carried(model, src_vocab=src_vocab, tgt_vocab=tgt_vocab)  # not another model's, even of the same size
-    check_tokenizer_fits("src_tok", src_tok, src_vocab)  # words for words, the model's own BPE for subwords
-    check_search(search)
+    check_translate_tokens(model, sentences, src_tok, src_vocab, tgt_vocab, beam_size, batch_size, search)
     model.eval()
     device = next(model.parameters()).device
     ids = [src_vocab.encode(src_tok(s)) if s.strip() else [] for s in sentences]  # a blank line: nothing to say
@@ -214,7 +200,7 @@ def translate_tokens(model, sentences: list[str], src_tok, src_vocab, tgt_vocab,
     return out
 
 
-# %% notebooks/07_decoding.ipynb cell 37
+# %% notebooks/07_decoding.ipynb cell 39
 ATTENTION_AXES = {  # kind -> (rows: the queries, columns: the keys)
     "encoder": ("source", "source"),
     "decoder": ("target", "target"),
@@ -236,16 +222,13 @@ def attention_maps(model, src_ids: list[int], tgt_ids: list[int]) -> dict[str, t
     device = next(model.parameters()).device
     src, tgt = torch.tensor([src_ids], device=device), torch.tensor([tgt_ids], device=device)  # (1, S), (1, T)
     model(src, tgt, None, subsequent_mask(tgt.size(1), device=device))
-    if any(m.attn is None for layer in [*model.encoder.layers, *model.decoder.layers]
-           for m in (layer.self_attn, getattr(layer, "src_attn", layer.self_attn))):
-        raise ValueError("model runs chapter 9's fast path, which keeps no attention weights; switch it back first "
-                         "with transformer_lib.fast.use_fast_path(model, False)")
+    check_weights_kept(model)  # chapter 9's fast path keeps none
     return {"encoder": torch.stack([layer.self_attn.attn[0] for layer in model.encoder.layers]).cpu(),
             "decoder": torch.stack([layer.self_attn.attn[0] for layer in model.decoder.layers]).cpu(),
             "cross": torch.stack([layer.src_attn.attn[0] for layer in model.decoder.layers]).cpu()}
 
 
-# %% notebooks/07_decoding.ipynb cell 39
+# %% notebooks/07_decoding.ipynb cell 41
 def attention_frame(maps: dict, src_tokens: list[str], tgt_tokens: list[str]):
     """The maps as one long pandas DataFrame, a row per (kind, layer, head, query, key) with its weight.
 
@@ -295,47 +278,3 @@ def attention_chart(frame, kind: str, cell: int = 14, layer: int = 1):
             .facet(column=alt.Column("head:O", title=f"{kind} attention, heads of the chosen layer (first shown: layer "
                                                          f"{layer})"))
             .resolve_scale(x="independent"))
-
-
-# %% notebooks/07_decoding.ipynb cell 41
-def _label(token: str) -> str:
-    """A token as the grids label it: without its space mark ("▁men" reads "men")."""
-    return token[1:] if token.startswith(SPACE) and len(token) > 1 else token
-
-
-def plot_attention_grid(maps: dict, kind: str, src_tokens: list[str], tgt_tokens: list[str], layers=None,
-                        per_row: int = 4, size: float = 2.3):
-    """A static matplotlib grid of one kind of attention: a panel per head of each layer in `layers` (counting from
-    1; all of them by default), `per_row` panels to a row, on one colour scale from 0 to 1.
-
-    Rows of each panel are the queries, columns the keys (see ATTENTION_AXES). The tokens label the grid's left and
-    bottom edges, without their space mark ▁.
-    """
-    import matplotlib.pyplot as plt
-
-    check_attention_kind(kind, ATTENTION_AXES)
-    layers, (rows, cols) = check_layers(layers, maps[kind].shape[0]), ATTENTION_AXES[kind]
-    check_int("per_row", per_row)
-    labels = {"source": [_label(t) for t in src_tokens], "target": [_label(t) for t in tgt_tokens]}
-    panels = [(layer, head) for layer in layers for head in range(maps[kind].shape[1])]
-    n_cols = min(per_row, len(panels))
-    n_rows = (len(panels) + n_cols - 1) // n_cols  # rounded up
-    fig, axes = plt.subplots(n_rows, n_cols, figsize=(size * n_cols + 1.5, size * n_rows + 1.2), squeeze=False)
-    for i, ax in enumerate(axes.flat):
-        if i >= len(panels):  # a last row not full
-            fig.delaxes(ax)
-            continue
-        (layer, head), left, bottom = panels[i], i % n_cols == 0, i + n_cols >= len(panels)
-        image = ax.imshow(maps[kind][layer - 1, head].float().numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
-        ax.set_xticks(range(len(labels[cols])), labels[cols], rotation=90, fontsize=11)
-        ax.set_yticks(range(len(labels[rows])), labels[rows], fontsize=11)
-        ax.tick_params(labelleft=left, labelbottom=bottom)  # the same tokens on every panel: label the edges
-        ax.set_title(f"layer {layer}, head {head + 1}" if len(layers) > 1 else f"head {head + 1}", fontsize=11)
-        ax.set_ylabel(f"{rows} (query)" if left else "", fontsize=11)
-        ax.set_xlabel(f"{cols} (key)" if bottom else "", fontsize=11)
-    heading = {"encoder": "encoder self-attention", "decoder": "decoder self-attention"}.get(kind, "cross-attention")
-    where = f"layer {layers[-1]}" if len(layers) == 1 else f"layers {', '.join(map(str, layers[:-1]))} and {layers[-1]}"
-    fig.suptitle(f"{heading}, {where}: a row per {rows} token attending, a column per {cols} token", fontsize=13)
-    fig.tight_layout()
-    fig.colorbar(image, ax=fig.axes, shrink=0.6, pad=0.01, label="attention weight")  # one scale for every panel
-    return fig

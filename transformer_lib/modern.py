@@ -272,7 +272,7 @@ class ModernGPT(nn.Module):
         return self.lm_head(self.norm(x))  # (B, T, vocab_size)
 
 
-# %% notebooks/11_modern.ipynb cell 28
+# %% notebooks/11_modern.ipynb cell 29
 def from_gpt(gpt) -> ModernGPT:
     """Chapter 10's GPT as a ModernGPT with the 2017 switches, the same weights."""
     check_instance("gpt", gpt, GPT, " (chapter 10's model)")
@@ -292,7 +292,7 @@ def from_gpt(gpt) -> ModernGPT:
     return model
 
 
-# %% notebooks/11_modern.ipynb cell 32
+# %% notebooks/11_modern.ipynb cell 33
 MODERN_SIZES = {  # budget -> the model and training of section 6's variants (benchmarks/modern.py trains them too)
     "smoke": dict(train=1000, merges=500, n_layers=2, d_model=64, n_heads=4, d_ff=192, epochs=1, warmup=40),
     "cpu": dict(train=None, merges=2000, n_layers=2, d_model=128, n_heads=4, d_ff=384, epochs=1, warmup=300),
@@ -314,7 +314,7 @@ def one_change_variants(base: BlockConfig) -> dict[str, BlockConfig]:
                                                 bias=False)}
 
 
-# %% notebooks/11_modern.ipynb cell 34
+# %% notebooks/11_modern.ipynb cell 35
 @torch.no_grad()
 def cache_bytes_per_token(model: ModernGPT, tokens: int = 32) -> float:
     """Bytes the key/value cache holds per token (all layers), measured after feeding `tokens` tokens."""
@@ -323,7 +323,7 @@ def cache_bytes_per_token(model: ModernGPT, tokens: int = 32) -> float:
     return sum(t.numel() * t.element_size() for kv in cache for t in kv) / tokens
 
 
-# %% notebooks/11_modern.ipynb cell 42
+# %% notebooks/11_modern.ipynb cell 43
 def pairs_from_halves(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
     """A query or key projection stored for the half-split RoPE layout, its rows reordered for apply_rope.
 
@@ -343,7 +343,7 @@ def pairs_from_halves(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
     return weight.reshape(n_heads, d_k, -1)[:, order].reshape(weight.shape)
 
 
-# %% notebooks/11_modern.ipynb cell 45
+# %% notebooks/11_modern.ipynb cell 46
 def from_llama(source, config=None) -> ModernGPT:
     """A ModernGPT holding the weights of a Hugging Face LlamaForCausalLM, or of its state dict with its config (the
     config object or its to_dict()); in eval mode. Needs no transformers itself: it reads tensors and fields. Refuses

@@ -14,6 +14,7 @@ from transformer_lib.checks.core import as_dtype, check_ints, check_last_dim
 
 __all__ = [
     "check_cache_length", "check_search", "check_vocabs", "check_sentences", "check_source_lengths",
+    "check_weights_kept",
     "check_attention_ids", "check_attention_kind", "check_map_labels", "check_layers", "as_serving_dtype",
     "check_int8_weight", "check_int8_input", "check_int8_matmul",
 ]
@@ -52,6 +53,14 @@ def check_sentences(sentences, beam_size, model, src_vocab, tgt_vocab, batch_siz
         raise TypeError("sentences must be a list of strings; use translate() for a single sentence")
     check_ints(beam_size=beam_size, batch_size=batch_size)
     check_vocabs(model, src_vocab, tgt_vocab)
+
+
+def check_weights_kept(model) -> None:
+    """attention_maps reads the weights each attention module keeps; chapter 9's fast path keeps none."""
+    if any(m.attn is None for layer in [*model.encoder.layers, *model.decoder.layers]
+           for m in (layer.self_attn, getattr(layer, "src_attn", layer.self_attn))):
+        raise ValueError("model runs chapter 9's fast path, which keeps no attention weights; switch it back first "
+                         "with transformer_lib.fast.use_fast_path(model, False)")
 
 
 def check_source_lengths(ids: list, max_len: int) -> None:
