@@ -25,7 +25,7 @@ __all__ = ["BUDGETS", "BUDGET_ENV", "default_device", "torch_threads", "run_budg
            "machine", "report", "share_cores", "free_threads", "busy_seconds",
            "process_seconds", "own_cpus", "other_cores", "SHARE_ENV", "share_cores_in_command", "cpu_has_bf16",
            "cpu_has_vnni",
-           "matmul_peak"]
+           "matmul_peak", "StepBar"]
 
 BUDGETS = ("smoke", "cpu", "full")
 BUDGET_ENV = "BOOK_BUDGET"
@@ -369,3 +369,26 @@ def report(name: str, text: str, **values) -> dict:
         print(shown)
     return values
 
+
+
+class StepBar:
+    """The progress of a training loop, one optimizer step at a time: a tqdm bar of its own (progress=True), none
+    (False), or an outer run's tqdm bar to advance and leave open. Each step shows its loss, the target tokens a
+    second so far and the learning rate."""
+
+    def __init__(self, progress=True, desc: str = "train"):
+        from tqdm import tqdm
+
+        self.own = not isinstance(progress, tqdm)
+        self.bar = tqdm(desc=desc, unit="step", disable=not progress, mininterval=1.0) if self.own else progress
+        self.tokens, self.start = 0, time.perf_counter()
+
+    def step(self, loss: float, n_tokens: int, lr: float) -> None:
+        self.tokens += n_tokens
+        self.bar.update()
+        per_second = self.tokens / max(time.perf_counter() - self.start, 1e-9)
+        self.bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{per_second:,.0f}", lr=f"{lr:.1e}", refresh=False)
+
+    def close(self) -> None:
+        if self.own:
+            self.bar.close()

@@ -36,26 +36,17 @@ from transformer_lib.attention import padding_mask, subsequent_mask
 from transformer_lib.checks.core import check_ints
 from transformer_lib.checks.training import (check_batch, check_copy_task, check_decoding, check_label_smoothing,
                                              check_loss_inputs, check_muon, check_orthogonalize, check_rate,
-                                             check_training_batch, check_training_options)
+                                             check_step_group, check_training_batch, check_training_options)
 from transformer_lib.model import EncoderDecoder, make_model
+from transformer_lib.runtime import StepBar
 
 
 # %% notebooks/05_training.ipynb cell 7
 class Batch:
-    """One batch for teacher forcing: the source, the target split into decoder input and output, and masks.
-
-    Args:
-        src: (B, Ls) source token ids.
-        tgt: (B, Lt + 1) target token ids, each row starting with the start symbol; None for a source-only batch.
-        pad_idx: the padding id.
-
-    Attributes:
-        src: (B, Ls); src_mask: (B, 1, 1, Ls), hides source padding.
-        tgt_in: (B, Lt) = tgt[:, :-1], what the decoder reads.
-        tgt_out: (B, Lt) = tgt[:, 1:], what it must predict, one step ahead.
-        tgt_mask: (B, 1, Lt, Lt), hides target padding and the future.
-        n_tokens: number of real (non-padding) tokens in tgt_out, the loss's normalizer.
-    """
+    """One batch for teacher forcing. src (B, Ls) and tgt (B, Lt + 1) are token ids, each target row opening with the
+    start symbol (tgt None: a source-only batch). tgt_in = tgt[:, :-1] is what the decoder reads, tgt_out = tgt[:, 1:]
+    what it must predict; src_mask (B, 1, 1, Ls) hides padding, tgt_mask (B, 1, Lt, Lt) padding and the future;
+    n_tokens counts the real tokens of tgt_out, the loss's normalizer."""
 
     def __init__(self, src: torch.Tensor, tgt: torch.Tensor | None = None, pad_idx: int = 0):
         check_batch(src, tgt)
@@ -73,21 +64,10 @@ class Batch:
 
 # %% notebooks/05_training.ipynb cell 11
 class LabelSmoothing(nn.Module):
-    """KL divergence to a label-smoothed target distribution, summed over the non-padding targets (section 5.4).
-
-    The target token gets 1 - smoothing; the rest is spread evenly over the other real tokens (not the target, not
-    padding), or, with spread_over_all=True, over the whole vocabulary as F.cross_entropy(label_smoothing=...) does.
-    Targets equal to padding_idx contribute nothing.
-
-    Args:
-        vocab_size: size of the target vocabulary.
-        padding_idx: the padding id.
-        smoothing: probability mass taken from the target token.
-        spread_over_all: spread the smoothing mass over all vocab_size classes.
-
-    Shape:
-        log_probs: (N, vocab_size) log-probabilities; target: (N,) token ids.
-        output: scalar, the summed loss (divide by the number of real tokens for a mean).
+    """KL divergence to a label-smoothed target, summed over the non-padding targets (section 5.4). The target token
+    gets 1 - smoothing, the other real tokens share the rest (spread_over_all: every class shares it, as
+    F.cross_entropy(label_smoothing=...) does); padding targets contribute nothing.
+    Shape: log_probs (N, vocab_size), target (N,) token ids; output a scalar, the summed loss.
     """
 
     def __init__(self, vocab_size: int, padding_idx: int, smoothing: float = 0.1, spread_over_all: bool = False):
@@ -117,35 +97,29 @@ class LabelSmoothing(nn.Module):
 
 # %% notebooks/05_training.ipynb cell 19
 def rate(step: int, d_model: int, factor: float = 1.0, warmup: int = 4000) -> float:
-    """The learning rate of section 5.3: factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5).
-
-    It grows linearly for `warmup` steps, peaks at step == warmup, then decays as 1/sqrt(step). Steps count from 1.
-    """
+    """The learning rate of section 5.3: factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5), steps from 1."""
     check_rate(d_model, factor, warmup)
     step = max(step, 1)
     return factor * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
 
 def make_optimizer(model: nn.Module, d_model: int, factor: float = 1.0, warmup: int = 4000, muon: bool = False):
-    """Adam with the paper's betas and eps (section 5.3) and a LambdaLR following rate(); returns both.
-    muon=True: Muon (below) for the layers' matrices of an EncoderDecoder, the same Adam for the rest.
-
-    Call scheduler.step() once per optimizer step.
-    """
+    """Adam with the paper's betas and eps (section 5.3) and a LambdaLR following rate(), to step once per optimizer
+    step; muon=True: Muon (below) for the layers' matrices of an EncoderDecoder, the same Adam for the rest."""
     rate(1, d_model, factor, warmup)  # a bad d_model, factor or warmup fails here, not at the first step
     optimizer = Muon(model) if muon else torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: rate(i + 1, d_model, factor, warmup))
     return optimizer, scheduler
 
 
-# %% notebooks/05_training.ipynb cell 24
+# %% notebooks/05_training.ipynb cell 25
 def loss_sum(model: EncoderDecoder, batch: Batch, criterion) -> torch.Tensor:
     """The criterion's summed loss of the model's predictions for one batch."""
     log_probs = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)  # (B, Lt, V)
     return criterion(log_probs.reshape(-1, log_probs.size(-1)), batch.tgt_out.reshape(-1))
 
 
-# %% notebooks/05_training.ipynb cell 28
+# %% notebooks/05_training.ipynb cell 29
 def optimizer_step(model: EncoderDecoder, group: list, criterion, optimizer,
                    clip_norm: float | None = 1.0) -> tuple[float, int]:
     """One optimizer step on the micro-batches of `group`; returns (mean loss per token, tokens in the step).
@@ -153,11 +127,8 @@ def optimizer_step(model: EncoderDecoder, group: list, criterion, optimizer,
     Gradient accumulation is exact: each micro-batch's summed loss is divided by the token count of the whole step,
     so k micro-batches give the update one batch holding all of them gives.
     """
-    for batch in group:
-        check_training_batch(batch)
+    check_step_group(group)  # Batches with targets, and at least one real target token among them
     n_tokens = sum(b.n_tokens for b in group)
-    if n_tokens == 0:
-        raise ValueError("a step's batches hold no target tokens (all padding)")
     step_loss = 0.0
     for batch in group:
         loss = loss_sum(model, batch, criterion) / n_tokens  # this micro-batch's share of the step's mean
@@ -173,17 +144,12 @@ def optimizer_step(model: EncoderDecoder, group: list, criterion, optimizer,
 def train_epoch(model: EncoderDecoder, batches, criterion, optimizer, scheduler=None, accum_steps: int = 1,
                 clip_norm: float | None = 1.0, history: list | None = None, progress=True,
                 desc: str = "train", step_fn=optimizer_step) -> float:
-    """One pass over `batches`, one step_fn per `accum_steps` batches; returns the mean loss per token.
-
-    The scheduler moves once per optimizer step, not per micro-batch. Each step appends {step, loss, lr, tokens} to
-    `history`. `progress` is True for a progress bar of this epoch, False for none, or a tqdm bar to advance (and
-    not close). `step_fn` takes one optimizer step (default: optimizer_step).
-    """
+    """One pass over `batches`, one step_fn per `accum_steps` batches; returns the mean loss per token. The scheduler
+    moves once per optimizer step. Each step appends {step, loss, lr, tokens} to `history`; `progress`: see StepBar."""
     check_training_options(accum_steps, clip_norm)
     model.train()
-    batches, total_loss, total_tokens, start = iter(batches), 0.0, 0, time.perf_counter()
-    own_bar = not isinstance(progress, tqdm)
-    bar = tqdm(desc=desc, unit="step", disable=not progress, mininterval=1.0) if own_bar else progress
+    batches, total_loss, total_tokens = iter(batches), 0.0, 0
+    bar = StepBar(progress, desc)  # a progress bar of its own, none, or an outer run's
     while group := list(itertools.islice(batches, accum_steps)):
         lr = optimizer.param_groups[0]["lr"]
         step_loss, n_tokens = step_fn(model, group, criterion, optimizer, clip_norm)
@@ -193,17 +159,14 @@ def train_epoch(model: EncoderDecoder, batches, criterion, optimizer, scheduler=
         if history is not None:
             step = history[-1]["step"] + 1 if history else 1
             history.append({"step": step, "loss": step_loss, "lr": lr, "tokens": n_tokens})
-        bar.update()
-        rate_now = total_tokens / (time.perf_counter() - start)
-        bar.set_postfix(loss=f"{step_loss:.3f}", tok_s=f"{rate_now:,.0f}", lr=f"{lr:.1e}", refresh=False)
-    if own_bar:
-        bar.close()
+        bar.step(step_loss, n_tokens, lr)
+    bar.close()
     if not total_tokens:
         raise ValueError("batches is empty: an epoch needs at least one Batch")
     return total_loss / total_tokens
 
 
-# %% notebooks/05_training.ipynb cell 30
+# %% notebooks/05_training.ipynb cell 31
 @torch.no_grad()
 def evaluate(model: EncoderDecoder, batches, criterion) -> float:
     """Mean loss per target token over `batches`, in eval mode, without gradients."""
@@ -218,22 +181,12 @@ def evaluate(model: EncoderDecoder, batches, criterion) -> float:
     return total_loss / max(total_tokens, 1)
 
 
-# %% notebooks/05_training.ipynb cell 32
+# %% notebooks/05_training.ipynb cell 33
 @torch.no_grad()
 def greedy_decode(model: EncoderDecoder, src: torch.Tensor, src_mask: torch.Tensor, max_len: int,
                   start_symbol: int, end_symbol: int | None = None) -> torch.Tensor:
-    """Generate up to max_len tokens per source, each the most probable next token, for a whole batch at once.
-
-    Args:
-        model: a trained EncoderDecoder (put in eval mode by the caller, or here).
-        src: (B, Ls) source ids; src_mask: (B, 1, 1, Ls).
-        max_len: number of tokens to generate after the start symbol.
-        start_symbol: the id the model was trained to see first (its BOS); must match training.
-        end_symbol: stop early once every sequence has produced it (optional).
-
-    Returns:
-        (B, 1 + n) token ids starting with start_symbol, n <= max_len.
-    """
+    """Up to max_len tokens per source (B, Ls), each the most probable next one, for a whole batch at once; stops
+    early once every row has written end_symbol. Returns (B, 1 + n) ids, start_symbol first, n <= max_len."""
     check_decoding(model, max_len, start_symbol=start_symbol, end_symbol=end_symbol)
     model.eval()
     memory = model.encode(src, src_mask)  # (B, Ls, d_model), computed once
@@ -250,7 +203,7 @@ def greedy_decode(model: EncoderDecoder, src: torch.Tensor, src_mask: torch.Tens
     return ys
 
 
-# %% notebooks/05_training.ipynb cell 34
+# %% notebooks/05_training.ipynb cell 35
 COPY_PAD, COPY_START = 0, 1  # the copy task's special ids; symbols are 2 .. vocab_size - 1
 
 
@@ -269,7 +222,7 @@ def sequence_accuracy(model: EncoderDecoder, batch: Batch, start_symbol: int = C
     return (out == batch.tgt_out).all(dim=1).float().mean().item()
 
 
-# %% notebooks/05_training.ipynb cell 36
+# %% notebooks/05_training.ipynb cell 37
 @dataclass
 class CopyTaskResult:
     model: EncoderDecoder
@@ -282,12 +235,9 @@ class CopyTaskResult:
 def train_copy_task(max_steps: int = 2000, seed: int = 0, device=None, batch_size: int = 64, length: int = 10,
                     vocab_size: int = 11, eval_every: int = 100, n_eval: int = 1000, criterion=None,
                     progress: bool = True, on_evaluation=None, **model_options) -> CopyTaskResult:
-    """Train a small Transformer to copy random sequences; stop after three evaluations in a row at 100% or max_steps.
-
-    Validation (for stopping) and test (for the reported accuracy) are two separate held-out sets of n_eval
-    sequences; on_evaluation, if given, is called with each evaluation's dict. The model defaults to 2 pre-norm layers, d_model 64, 4 heads, d_ff 128, no dropout; the schedule
-    is the paper's with warmup 100 and factor 0.5.
-    """
+    """Train a small Transformer (2 pre-norm layers, d_model 64 unless model_options say otherwise) to copy random
+    sequences, until three evaluations in a row are perfect or max_steps. on_evaluation gets each evaluation's dict;
+    the test set, held out from validation, gives the accuracy reported."""
     check_ints(max_steps=max_steps, batch_size=batch_size, length=length, eval_every=eval_every, n_eval=n_eval)
     torch.manual_seed(seed)
     options = dict(n_layers=2, d_model=64, d_ff=128, n_heads=4, dropout=0.0, norm_first=True, pad_idx=COPY_PAD)
@@ -316,7 +266,7 @@ def train_copy_task(max_steps: int = 2000, seed: int = 0, device=None, batch_siz
     return result
 
 
-# %% notebooks/05_training.ipynb cell 42
+# %% notebooks/05_training.ipynb cell 45
 NEWTON_SCHULZ = (3.4445, -4.7750, 2.0315)  # a x + b x^3 + c x^5: steep at 0, so small singular values grow fast
 
 

@@ -12,7 +12,7 @@ from transformer_lib.checks.core import check_int, check_ints, check_positive, c
 
 __all__ = [
     "check_batch", "check_label_smoothing", "check_loss_inputs", "check_rate", "check_training_options",
-    "check_training_batch", "check_decoding", "check_encoder_decoder", "check_symbols", "check_copy_task", "check_muon",
+    "check_training_batch", "check_step_group", "check_decoding", "check_encoder_decoder", "check_symbols", "check_copy_task", "check_muon",
     "check_orthogonalize",
 ]
 
@@ -67,6 +67,14 @@ def check_training_batch(batch) -> None:
         raise TypeError(f"batches must yield Batch objects (Batch(src, tgt, pad_idx)), got a {type(batch).__name__}")
     if batch.tgt is None:
         raise ValueError("batches must hold targets: got a Batch built without tgt")
+
+
+def check_step_group(group) -> None:
+    """optimizer_step's micro-batches: each a Batch with targets, and at least one real target token among them."""
+    for batch in group:
+        check_training_batch(batch)
+    if sum(b.n_tokens for b in group) == 0:
+        raise ValueError("a step's batches hold no target tokens (all padding)")
 
 
 def check_decoding(model, max_len, **symbols) -> None:
