@@ -941,6 +941,15 @@ def _(tmp): G.attention_frame(G.attention_maps(tiny_model(), [2, 3], [1, 2]), ["
 def _(tmp): P.plot_attention_grid({}, "self", [], [])
 
 
+@case("chapter_budget(chapter)", "a chapter that is not a notebook's path", ValueError, "chapter", "08_translation.ipynb")
+def _(tmp): __import__("transformer_lib.records", fromlist=["x"]).chapter_budget("08_translation")
+
+
+@case("plot_sampling_filters(logits, vocab, settings)", "more settings than panels", ValueError, "settings", "got 6")
+def _(tmp): P.plot_sampling_filters(torch.zeros(1, 20), D.Vocab([*D.Vocab.SPECIALS, *map(str, range(16))]),
+                               {str(t): {} for t in range(6)}, lambda logits: logits)
+
+
 @case("plot_attention_grid(maps, kind, ..., layers=...)", "a layer the maps do not have", ValueError, "layers", "from 1 to 1")
 def _(tmp): P.plot_attention_grid(G.attention_maps(tiny_model(), [2, 3], [1, 2]), "cross", ["ein", "mann"], ["<s>", "a"],
                                   layers=[2])

@@ -308,8 +308,23 @@ def test_a_chapter_says_how_long_its_recorded_run_took_before_it_starts(tmp_path
 def test_chapters_with_a_long_full_run_say_its_recorded_time_before_it_starts(number):
     chapter = BOOK.chapters[number - 1]
     nb = nbformat.read(ROOT / chapter.file, as_version=4)
-    first = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "run_budget()" in c.source)
-    assert f'recorded_time(budget, "{chapter.file}")' in nb.cells[first].source  # the cell that picks the budget
+    first = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "budget = " in c.source)
+    assert f'budget = chapter_budget("{chapter.file}")' in nb.cells[first].source  # the cell that picks the budget
+
+
+def test_chapter_budget_says_the_recorded_time_under_full_alone(tmp_path, monkeypatch, capsys):
+    root = tmp_path / "book"
+    (root / "docs").mkdir(parents=True)
+    (root / "book.yml").write_text("title: t\npackage: pkg\nchapters:\n"
+                                   "  - {file: notebooks/01_a.ipynb, title: A, module: a}\n")
+    small = bk.load_book(root)
+    records.record_run(small, small.chapters[0], "full", 754.0, "NVIDIA H200")
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("BOOK_BUDGET", "full")
+    assert records.chapter_budget("notebooks/01_a.ipynb") == "full"
+    assert capsys.readouterr().out == "Under `full` this chapter took 12.6 minutes when last recorded (NVIDIA H200; docs/runs.json).\n"
+    monkeypatch.setenv("BOOK_BUDGET", "cpu")
+    assert records.chapter_budget("notebooks/01_a.ipynb") == "cpu" and capsys.readouterr().out == ""
 
 
 def test_chapter_4_initialization_is_the_one_the_recorded_measurement_favours_beyond_noise():

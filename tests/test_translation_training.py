@@ -117,6 +117,11 @@ def test_a_resumed_run_ends_exactly_where_an_uninterrupted_one_does(data, finish
     assert lines[0].startswith(f"resuming {tmp_path} after epoch 1")
     assert [{k: v for k, v in h.items() if k != "seconds"} for h in resumed.history] == \
            [{k: v for k, v in h.items() if k != "seconds"} for h in finished_run.history]
+    # the epoch's line ends with the watched caption, translated greedily by the model the epoch ended with
+    last = load_checkpoint(tmp_path / "epoch_002.safetensors")[0]  # the run keeps an average; the epoch, its own
+    watched = translate_tokens(last, [runs.WATCHED], data.src_tok, data.src_vocab, data.tgt_vocab, 1)[0]
+    epoch_line = next(line for line in lines if line.startswith("epoch 2,"))
+    assert epoch_line.endswith(f"\n    {runs.WATCHED} -> {data.tgt_tok.detokenize(watched)}")
     for a, b in zip(resumed.model.state_dict().values(), finished_run.model.state_dict().values()):
         assert torch.equal(a, b)
 

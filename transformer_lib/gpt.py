@@ -32,9 +32,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from transformer_lib.checks.core import check_int, check_ints
-from transformer_lib.checks.gpt import (check_all_read, check_cache_batch, check_generate, check_gpt2_saved_masks,
-                                        check_gpt2_source, check_gpt_config, check_gpt_options, check_gpt_tokens,
-                                        check_logits, check_sampling, check_scores, check_shapes, hf_source)
+from transformer_lib.checks.gpt import (check_all_read, check_cache_call, check_filter_inputs, check_generate_inputs,
+                                        check_gpt2_saved_masks, check_gpt2_source, check_gpt_config, check_gpt_options,
+                                        check_gpt_tokens, check_scores, check_shapes, hf_source)
 from transformer_lib.attention import scaled_dot_product_attention, subsequent_mask
 from transformer_lib.blocks import EncoderLayer, LayerNorm, PositionwiseFeedForward
 from transformer_lib.data import (BPE, SubwordTokenizer, Tokenizer, Vocab, bucket_batches, load_translation_data,
@@ -77,19 +77,8 @@ class GELUFeedForward(PositionwiseFeedForward):
 
 # %% notebooks/10_gpt.ipynb cell 6
 class GPT(nn.Module):
-    """A decoder-only language model: chapter 3's pre-norm encoder layers under chapter 2's causal mask.
-
-    Args:
-        config: a GPTConfig.
-
-    Shape:
-        tokens: (B, T) token ids, T <= config.context.
-        output: (B, T, vocab_size) logits; row t scores the token after tokens[:, : t + 1].
-
-    Example:
-        >>> model = GPT(GPTConfig(vocab_size=100, n_layers=2, d_model=32, n_heads=4, d_ff=64))
-        >>> model(torch.tensor([[5, 7, 9]])).shape
-        torch.Size([1, 3, 100])
+    """A decoder-only language model: chapter 3's pre-norm encoder layers under chapter 2's causal mask. Reads
+    tokens (B, T), T <= config.context; gives logits (B, T, vocab_size), row t scoring the token after tokens[:, : t + 1].
     """
 
     def __init__(self, config: GPTConfig):
@@ -219,19 +208,15 @@ def train_lm(model: nn.Module, train_seqs, val_seqs, epochs: int, pad_idx: int, 
 
 # %% notebooks/10_gpt.ipynb cell 23
 class KVCache:
-    """Feeds a GPT new tokens while keeping every layer's keys and values; returns the next token's logits.
-
-    The first call may feed a whole prompt (B, L), causally masked within itself; later calls the tokens just
-    sampled (B, 1). Gives the logits model(all tokens so far)[:, -1] would give, at O(t) a step.
-    """
+    """Feeds a GPT new tokens, a whole prompt (B, L) first, then the tokens just sampled (B, 1), keeping every layer's
+    keys and values; returns the logits model(all tokens so far)[:, -1] would give, at O(t) a step."""
 
     def __init__(self, model: GPT):
         self.model, self.t, self.kv, self.batch = model, 0, [None] * len(model.layers), None
 
     def __call__(self, tokens: torch.Tensor) -> torch.Tensor:
         m, L = self.model, tokens.size(1)
-        check_gpt_tokens(tokens, m.config, already=self.t)
-        check_cache_batch(tokens, self.batch)  # the same sequences every call
+        check_cache_call(tokens, m.config, self.t, self.batch)  # positions left, and the same sequences every call
         self.batch = tokens.size(0)
         x = m.embed_tokens(tokens, self.t)  # (B, L, d_model), at positions t .. t + L - 1
         query_pos = self.t + torch.arange(L, device=tokens.device)[:, None]  # (L, 1)
@@ -258,9 +243,7 @@ def filter_logits(logits: torch.Tensor, temperature: float = 1.0, top_k: int | N
     probable tokens whose probabilities reach top_p; the most probable always). Where the division overflows (a
     temperature such as 1e-45, or float16 logits), each row is first shifted so that its largest logit is 0: the same
     softmax, never NaN, and for a tiny temperature the most probable token alone, as greedy."""
-    check_logits(logits)
-    check_sampling(temperature, top_k, top_p)
-    check_scores(logits)
+    check_filter_inputs(logits, temperature, top_k, top_p)
     scaled = logits / temperature
     if not torch.equal(scaled.isfinite(), logits.isfinite()):  # past the dtype's largest number: inf, then NaN
         shifted = logits - logits.amax(-1, keepdim=True)  # all <= 0: overflows to -inf only, and the largest stays
@@ -285,8 +268,7 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int, temperature:
     """max_new_tokens (B, n) after each prompt row (B, L), sampled with the cache; a row that wrote `end` repeats it.
     The model decodes in eval mode and is given back in the mode it came in. model: chapter 10's GPT (with a
     KVCache), or a model whose kv_cache() gives what a KVCache does (chapter 11's ModernGPT)."""
-    check_generate(model, prompt, max_new_tokens, end, GPT)
-    check_sampling(temperature, top_k, top_p)
+    check_generate_inputs(model, prompt, max_new_tokens, end, GPT, temperature, top_k, top_p)
     training, out = model.training, []
     model.eval()
     try:

@@ -3,17 +3,20 @@
 
     from transformer_lib.plots import plot_attention_grid
     plot_attention_grid(maps, "cross", src_tokens, tgt_tokens, layers=[2])  # maps: chapter 7's attention_maps
+    kept, rest = plot_sampling_filters(logits, vocab, {"top-k 5": dict(top_k=5)}, filter_logits)  # chapter 10's
 
-Chapter 7 reads the grids; how they are drawn is a tool of the book, not part of the model, so it lives here.
+The chapters read the pictures; how they are drawn is a tool of the book, not part of the model, so it lives here.
 """
 from __future__ import annotations
+
+import torch
 
 from transformer_lib.checks.core import check_int
 from transformer_lib.checks.decoding import check_attention_kind, check_layers
 from transformer_lib.data import SPACE
 from transformer_lib.decoding import ATTENTION_AXES
 
-__all__ = ["plot_attention_grid"]
+__all__ = ["plot_attention_grid", "plot_sampling_filters"]
 
 
 # %% notebooks/07_decoding.ipynb cell 41
@@ -58,3 +61,53 @@ def plot_attention_grid(maps: dict, kind: str, src_tokens: list[str], tgt_tokens
     fig.tight_layout()
     fig.colorbar(image, ax=fig.axes, shrink=0.6, pad=0.01, label="attention weight")  # one scale for every panel
     return fig
+
+
+def plot_sampling_filters(logits, vocab, settings: dict, filter_logits, n_shown: int = 12):
+    """What a filter of logits (chapter 10's filter_logits) does to one next-token distribution (logits (1, V)): a
+    panel per setting ({name: the filter's keyword arguments}), its n_shown most probable tokens as bars and every other token as one
+    bar, the distribution as it was dashed behind (red where a filter cut the tokens). Returns, per setting, the
+    tokens it keeps and the probability left to the tokens not shown: ({name: kept}, {name: rest})."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    check_int("n_shown", n_shown)
+    if not 1 <= len(settings) <= 5:  # six panels: one for each setting, and the last for the legend
+        raise ValueError(f"settings must hold 1 to 5 settings (a panel each, and one for the legend), got {len(settings)}")
+    before = logits.softmax(-1)[0]  # (V,)
+    shown = before.topk(n_shown).indices
+    others = torch.ones(len(before), dtype=torch.bool).index_fill(0, shown, False)  # every token not shown
+    blue, light, grey, red = "#7497C4", "#C9D7EA", "#777777", "#C0392B"  # the colours of chapter 10's toy picture
+    x = list(range(n_shown)) + [n_shown + 1]  # the tokens shown, a gap, then every other token as one bar
+
+    def word(t: str) -> str:  # ▁dog as dog; -s ends a word
+        return t[1:] if t.startswith("▁") else ("-" + t if t.isalpha() else t)
+
+    def shown_and_rest(p: torch.Tensor) -> list[float]:  # exactly 0 for the rest where a filter cut them all
+        return p[shown].tolist() + [p[others].sum().item()]
+
+    fig, axes = plt.subplots(2, 3, figsize=(12, 6.4), sharey=True)
+    kept, rest = {}, {}
+    for ax, (name, kw) in zip(axes.flat, settings.items()):
+        filtered = filter_logits(logits, **kw)[0]  # (V,)
+        alive = filtered > float("-inf")
+        heights = shown_and_rest(filtered.softmax(-1))
+        kept[name], rest[name] = int(alive.sum()), heights[-1]
+        ax.bar(x, heights, color=[blue] * n_shown + [light], edgecolor=blue, hatch=[""] * n_shown + ["//"])
+        if kw:  # the distribution as it was, dashed: grey where tokens stay, red where the filter cut them all
+            cut = [not a for a in alive[shown].tolist()] + [bool(alive.sum() == alive[shown].sum())]
+            ax.bar(x, shown_and_rest(before), fill=False, linestyle="--", edgecolor=[red if c else grey for c in cut])
+        ax.set_xticks(x, [word(vocab.itos[i]) for i in shown.tolist()] + [f"other {len(vocab) - n_shown:,}"],
+                      rotation=90)
+        ax.set_title(f"{name}: {kept[name]:,} of {len(vocab):,} kept", fontsize=11)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("probability")
+    for ax in axes.flat[len(settings):]:
+        ax.axis("off")
+    axes.flat[-1].legend(handles=[Patch(color=blue, label="sampled from (renormalized)"),
+                                  Patch(facecolor=light, edgecolor=blue, hatch="//", label="every other token, together"),
+                                  Patch(fill=False, edgecolor=grey, linestyle="--", label="as it was"),
+                                  Patch(fill=False, edgecolor=red, linestyle="--", label="cut: logit set to -inf")],
+                         loc="center", frameon=False, fontsize=11)
+    fig.tight_layout()
+    return kept, rest

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import yaml
 
-from transformer_lib.runtime import RESULT_KEY
+from transformer_lib.runtime import RESULT_KEY, run_budget
 
 __all__ = ["RUNS_FILE", "SPEED_FILE", "SERVE_FILE", "LOAD_FILE", "SUBWORDS_FILE", "RECIPES_FILE", "SPEEDRUN_FILE",
-           "notebook_results", "recorded_runs", "recorded_time", "record_run", "chapter_minutes", "minutes_promise",
+           "notebook_results", "recorded_runs", "recorded_time", "chapter_budget", "record_run", "chapter_minutes", "minutes_promise",
            "shipped_info"]
 
 RUNS_FILE = "docs/runs.json"
@@ -89,6 +89,19 @@ def recorded_time(budget: str, chapter: str, start: Path | None = None) -> str:
                 f"known; `python -m transformer_lib.book run {number} --budget {budget} --record` records it.")
     return (f"Under `{budget}` this chapter took {run['seconds'] / 60:.1f} minutes when last recorded "
             f"({run['machine']}; {RUNS_FILE}).")
+
+
+def chapter_budget(chapter: str) -> str:
+    """The run budget in force (runtime.run_budget), as a chapter's first cell takes it. Under `full`, where a run
+    is long, it first prints how long `chapter` (its file, e.g. "notebooks/08_translation.ipynb") took when last
+    recorded (recorded_time)."""
+    if not isinstance(chapter, str) or not chapter.endswith(".ipynb"):
+        raise ValueError(f"chapter must be the chapter's notebook as book.yml names it, e.g. "
+                         f"'notebooks/08_translation.ipynb', got {chapter!r}")
+    budget = run_budget()
+    if budget == "full":
+        print(recorded_time(budget, chapter))
+    return budget
 
 
 def record_run(book, chapter, budget: str, seconds: float, machine: str, others: float | None = None) -> None:

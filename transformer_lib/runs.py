@@ -29,13 +29,18 @@ from transformer_lib.checks import translation as checks
 from transformer_lib.checks.training import check_training_batch
 from transformer_lib.checkpoint import check_run_length, load_checkpoint
 from transformer_lib.data import bucket_batches, encode_pairs
+from transformer_lib.decoding import translate_tokens
 from transformer_lib.files import read_training_state, restore_training_state, save_training_state
 from transformer_lib.model import make_model
 from transformer_lib.runtime import all_reduce_sum, seed_everything
 from transformer_lib.training import LabelSmoothing, evaluate, loss_sum, make_optimizer, optimizer_step
 
-__all__ = ["Tools", "processes", "distributed", "replica", "distributed_step", "build", "validation_batches",
+__all__ = ["WATCHED", "Tools", "processes", "distributed", "replica", "distributed_step", "build", "validation_batches",
            "epoch_batches", "forecast", "forecast_line", "forecast_run", "resume", "save_epoch", "finish", "close"]
+
+
+# A caption of the book's own, translated greedily after every epoch: the log shows the model learning to translate.
+WATCHED = "Zwei junge Männer spielen auf einer Wiese Fußball."
 
 
 class Tools(NamedTuple):
@@ -274,8 +279,9 @@ def resume(out_dir: Path, recipe, data, model, optimizer, scheduler, log, averag
 
 def save_epoch(out_dir: Path, recipe, data, model, optimizer, scheduler, history: list, log, tools: Tools,
                epoch: int, seconds: float, train_loss: float, val_loss: float, average=None) -> None:
-    """Score (greedy BLEU, every bleu_every epochs), log, and write the epoch's checkpoint, the moving average (if
-    `average`) and the training state; remove the checkpoints that averaging and resuming will no longer need."""
+    """Score (greedy BLEU, every bleu_every epochs), log with the greedy translation of WATCHED, and write the
+    epoch's checkpoint, the moving average (if `average`) and the training state; remove the checkpoints that
+    averaging and resuming will no longer need."""
     entry = {"epoch": epoch, "step": scheduler.last_epoch, "seconds": round(seconds, 1),
              "train_loss": round(train_loss, 4), "val_loss": round(val_loss, 4)}
     if epoch % recipe.bleu_every == 0 or epoch == recipe.epochs:
@@ -283,7 +289,8 @@ def save_epoch(out_dir: Path, recipe, data, model, optimizer, scheduler, history
                             lowercase=recipe.lower, tgt_tok=data.tgt_tok)
         entry["val_bleu"], entry["val_sacrebleu"] = round(score.tokenized, 2), round(score.sacrebleu, 2)
     history.append(entry)
-    log(", ".join(f"{k} {v}" for k, v in entry.items()))
+    watched = translate_tokens(model, [WATCHED], data.src_tok, data.src_vocab, data.tgt_vocab, beam_size=1)[0]
+    log(", ".join(f"{k} {v}" for k, v in entry.items()) + f"\n    {WATCHED} -> {data.tgt_tok.detokenize(watched)}")
     tools.save(out_dir / f"epoch_{epoch:03d}.safetensors", model, data.src_vocab, data.tgt_vocab,
                tokenizers=(data.src_tok, data.tgt_tok), lower=recipe.lower, **entry)
     if average is not None:  # before the state: a state always finds the average of its epoch

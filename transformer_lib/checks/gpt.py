@@ -15,7 +15,8 @@ from transformer_lib.checks.attention import check_heads
 
 __all__ = ["check_gpt_config", "check_gpt_options", "check_norm_options", "check_gpt_tokens", "check_sampling",
            "check_generate", "check_logits", "check_scores", "check_cache_batch", "hf_source", "check_gpt2_config",
-           "check_gpt2_source", "check_source_layers", "check_gpt2_saved_masks", "check_all_read", "check_shapes"]
+           "check_gpt2_source", "check_source_layers", "check_gpt2_saved_masks", "check_all_read", "check_shapes",
+           "check_filter_inputs", "check_generate_inputs", "check_cache_call"]
 
 
 def check_gpt_config(config) -> None:
@@ -216,3 +217,22 @@ def check_generate(model, prompt, max_new_tokens, end=None, gpt: type | None = N
     if needed > model.config.context:
         raise ValueError(f"a prompt of {prompt.size(1)} tokens and max_new_tokens={max_new_tokens} need {needed} "
                          f"positions, past the model's context={model.config.context}")
+
+
+def check_filter_inputs(logits, temperature, top_k, top_p) -> None:
+    """filter_logits' inputs: float logits (B, V) a token can be drawn from, and the sampling knobs."""
+    check_logits(logits)
+    check_sampling(temperature, top_k, top_p)
+    check_scores(logits)
+
+
+def check_generate_inputs(model, prompt, max_new_tokens, end, gpt, temperature, top_k, top_p) -> None:
+    """generate's inputs: check_generate's, then the sampling knobs."""
+    check_generate(model, prompt, max_new_tokens, end, gpt)
+    check_sampling(temperature, top_k, top_p)
+
+
+def check_cache_call(tokens, config, already: int, batch: int | None) -> None:
+    """A KVCache call: tokens the model can read after the `already` it holds, as many rows as the first call had."""
+    check_gpt_tokens(tokens, config, already=already)
+    check_cache_batch(tokens, batch)
