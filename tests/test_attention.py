@@ -1,5 +1,6 @@
 """transformer_lib.attention: chapter 2's functions and classes, proven equal to PyTorch's."""
 import math
+import re
 
 import pytest
 import torch
@@ -222,3 +223,18 @@ def test_our_mask_holds_in_half_precision_where_finite_fills_fail(dtype):
     finite = (scores.float() + additive.float()).softmax(-1)
     assert finite[2].isnan().all() == (dtype == torch.float16)  # -inf after the cast: a NaN row
     assert (finite[2].isnan().all() or finite[2].sum(-1).allclose(torch.ones(2, 6)))  # else: padding attended
+
+
+def test_from_torch_copies_onto_the_sources_device_with_its_dropout_and_names_what_it_refuses():
+    # the meta device stands for a GPU: a copy left on the CPU would fail beside its source there
+    copy = mha_from_torch(nn.MultiheadAttention(16, 4, dropout=0.3, batch_first=True, device="meta"))
+    assert {p.device.type for p in copy.parameters()} == {"meta"} and copy.dropout.p == 0.3
+    message = re.escape("mha must use kdim = vdim = embed_dim, bias=True and add_bias_kv=False")
+    for options in ({"kdim": 8, "vdim": 8}, {"bias": False}, {"add_bias_kv": True}):  # each alone is refused
+        with pytest.raises(ValueError, match=message):
+            mha_from_torch(nn.MultiheadAttention(16, 4, batch_first=True, **options))
+
+
+def test_subsequent_mask_is_made_on_the_device_it_is_asked_for():
+    assert subsequent_mask(4, device="meta").device.type == "meta"  # the meta device stands for a GPU
+    assert subsequent_mask(4).device.type == "cpu"

@@ -212,3 +212,24 @@ def test_the_annotated_transformer_layer_norm_is_a_different_function():
     assert centred.median().item() == pytest.approx(((d - 1) / d) ** 0.5, abs=1e-4)
     tiny = 1e-4 * torch.randn(8, d)  # eps comparable to the variance: the two disagree by far more
     assert (annotated(tiny) - theirs(tiny)).abs().max() > 0.5 and (ours(tiny) - theirs(tiny)).abs().max() < 1e-5
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_from_torch_carries_every_option_and_the_device(norm_first):
+    options = dict(dropout=0.3, batch_first=True, norm_first=norm_first, layer_norm_eps=1e-4, device="meta")
+    for theirs, convert in ((nn.TransformerEncoderLayer(16, 2, 32, **options), encoder_layer_from_torch),
+                            (nn.TransformerDecoderLayer(16, 2, 32, **options), decoder_layer_from_torch)):
+        ours = convert(theirs)
+        assert {p.device.type for p in ours.parameters()} == {"meta"}  # the meta device stands for a GPU
+        assert {(s.norm_first, s.dropout.p, s.norm.eps) for s in ours.sublayers} == {(norm_first, 0.3, 1e-4)}
+        assert ours.feed_forward.w_1.out_features == 32 and ours.self_attn.n_heads == 2
+        assert ours.feed_forward.dropout.p == ours.self_attn.dropout.p == 0.3
+
+
+def test_from_torch_takes_a_relu_module_and_judges_a_layer_without_torchs_flag_by_its_activation():
+    theirs = nn.TransformerEncoderLayer(16, 2, 32, batch_first=True, activation=nn.ReLU())  # not F.relu itself
+    assert encoder_layer_from_torch(theirs).feed_forward.w_1.in_features == 16
+    gelu = nn.TransformerEncoderLayer(16, 2, 32, batch_first=True, activation="gelu")
+    del gelu.activation_relu_or_gelu  # as a torch without the flag builds it
+    with pytest.raises(ValueError, match="activation='relu'"):
+        encoder_layer_from_torch(gelu)

@@ -103,3 +103,12 @@ def test_learned_positional_embedding_adds_one_vector_per_position():
     assert torch.equal(lpe(x)[1], lpe.embedding.weight[:4])
     lpe(x).sum().backward()
     assert lpe.embedding.weight.grad[:4].abs().sum() > 0 and lpe.embedding.weight.grad[4:].abs().sum() == 0
+
+
+def test_learned_positions_default_to_512_live_on_their_device_and_name_a_bad_argument():
+    assert LearnedPositionalEmbedding(8).embedding.num_embeddings == 512
+    lpe = LearnedPositionalEmbedding(8, max_len=16).to("meta")  # the meta device stands for a GPU
+    assert lpe(torch.zeros(2, 5, 8, device="meta")).device.type == "meta"
+    for kwargs, name in (({"d_model": 0}, "d_model"), ({"max_len": 0}, "max_len"), ({"dropout": 1.5}, "dropout")):
+        with pytest.raises(ValueError, match=f"^{name}"):
+            LearnedPositionalEmbedding(**{"d_model": 8, "max_len": 16, **kwargs})

@@ -157,3 +157,12 @@ def test_empty_or_malformed_token_batches_are_rejected_naming_the_argument():
     memory = model.encode(src)
     with pytest.raises(ValueError, match=r"tgt must be a non-empty .*got \(2, 0\)"):
         model.decode(memory, None, tgt[:, :0])
+
+
+def test_loading_a_torch_transformer_names_the_stack_whose_depth_differs():
+    ours = make_model(11, 11, **SMALL)
+    theirs = torch_transformer(ours.config, final_norm=False)
+    del theirs.decoder.layers[-1]  # the encoder matches; the decoder is one layer short
+    with pytest.raises(ValueError, match=f"^decoder: model has {ours.config.n_layers} layers, transformer "
+                                         f"{ours.config.n_layers - 1}$"):
+        load_torch_transformer(ours, theirs)

@@ -11,6 +11,7 @@ import torch
 
 import transformer_lib.translate as translate_cli
 from transformer_lib.attention import padding_mask, subsequent_mask
+from transformer_lib.runs import WATCHED
 from transformer_lib.translation import (UNFAMILIAR_BELOW, UnfamiliarSentence, logprob_per_token, pretrained,
                                          translate)
 
@@ -131,3 +132,4 @@ def test_the_two_sets_are_the_books_own_one_sentence_a_line_and_not_multi30k():
             with gzip.open(SHARED / name, "rt", encoding="utf-8") as handle:
                 corpus.update(line.strip() for line in handle)
         assert not (set(captions) | set(everyday)) & corpus
+        assert WATCHED not in corpus  # chapter 8's caption, translated after every epoch (runs.WATCHED)
