@@ -6,21 +6,23 @@
 MODULE is a chapter's module (`attention`, `blocks`, ...; default: every chapter's module, book.yml). The
 repository's files are copied into a work folder, where mutmut (https://mutmut.readthedocs.io) writes
 every mutant of the modules (an operator, a number, a keyword argument or a string changed, a call's argument
-dropped), runs TESTS once to learn which test reaches which function, then runs each mutant against the tests that
-reach it. A mutant every one of its tests passes survives: a bug the suite would let through, unless it changes
+dropped), runs the unit tests that import the modules (TESTS, tests_of) once to learn which test reaches which function, then
+runs each mutant against the tests that reach it. A mutant every one of its tests passes survives: a bug the suite would let through, unless it changes
 nothing a caller can see. benchmarks/mutation_equivalent.json lists those, each with the reason. The score of a
 module is its mutants killed over its mutants less the equivalent ones.
 
 The work folder, .mutation/ (ignored by git), is kept: mutmut reuses what it measured for every function and test
 that did not change, and `--again` runs the last run's survivors once more, against the tests as they are now (after
 writing a test that should kill them). `--record` writes benchmarks/mutation.json and docs/mutation.md. The lane is
-its own, apart from the README's test command: a first run of every module takes an hour or more on two cores.
+its own, apart from the README's test command: on two cores a first run takes about ten minutes for `embeddings`
+and well over an hour for a module that most tests reach, such as `attention`.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -36,7 +38,8 @@ from recording import save_record
 ROOT = Path(__file__).resolve().parents[1]
 
 # the unit tests of the library's behaviour: what a module does, its bad inputs, its properties, its proofs against
-# PyTorch and transformers (tests that read the notebooks, the site or the docs, and whole chapters, are other lanes)
+# PyTorch and transformers (tests that read the notebooks, the site or the docs, and whole chapters, are other lanes);
+# a module's mutants meet those of them that import it (tests_of)
 TESTS = ("test_embeddings", "test_attention", "test_blocks", "test_model", "test_dropout", "test_properties",
          "test_data", "test_subwords", "test_subword_translation", "test_decoding", "test_translation",
          "test_translation_training", "test_fast", "test_fast_decoding", "test_serve", "test_gpt", "test_modern",
@@ -48,6 +51,14 @@ EQUIVALENT = ROOT / "benchmarks" / "mutation_equivalent.json"
 RECORD = ROOT / "benchmarks" / "mutation.json"
 DOC = ROOT / "docs" / "mutation.md"
 KILLED = {1, 3, 24, -24, 152, 255, 36, -9, -11}  # a failing test, a timeout or a crash: the bug was seen
+
+
+def tests_of(modules: list[str]) -> list[str]:
+    """The files of TESTS that import one of `modules` (by `transformer_lib.<module>`, or `from transformer_lib
+    import <module>`)."""
+    pattern = re.compile(r"transformer_lib\.(%s)\b|from transformer_lib import [^\n]*\b(%s)\b"
+                         % ("|".join(modules), "|".join(modules)))
+    return [f"tests/{t}.py" for t in TESTS if pattern.search((ROOT / "tests" / f"{t}.py").read_text("utf-8"))]
 
 
 def chapter_modules() -> list[str]:
@@ -103,7 +114,7 @@ def run(modules: list[str], jobs: int, again: bool = False) -> dict:
         "only_mutate": [f"transformer_lib/{m}.py" for m in modules],
         "pytest_add_cli_args": ["-o", "addopts=", "-p", "no:cacheprovider", "-q"]
                                + [arg for test in DESELECT for arg in ("--deselect", test)],
-        "pytest_add_cli_args_test_selection": [f"tests/{t}.py" for t in TESTS],
+        "pytest_add_cli_args_test_selection": tests_of(modules),
         "process_isolation": "forkserver",  # torch is not safe to fork once it has run
         "also_copy": ["conftest.py", "book.yml", "docs", "notebooks", "solutions", "benchmarks", "README.md"],
     }
@@ -117,7 +128,7 @@ def run(modules: list[str], jobs: int, again: bool = False) -> dict:
                        env=env, check=True, stdout=subprocess.DEVNULL)
     seconds = time.time() - start
     result = {"command": "python benchmarks/mutation.py " + " ".join(modules), "machine": machine(),
-              "tests": [f"tests/{t}.py" for t in TESTS], "modules": {}}
+              "tests": tests_of(modules), "modules": {}}
     result["minutes" if not again else "minutes_again"] = round(seconds / 60, 1)
     for module in modules:
         meta = json.loads((WORK / "mutants" / "transformer_lib" / f"{module}.py.meta").read_text("utf-8"))
@@ -158,10 +169,11 @@ def document(result: dict) -> str:
              "operator, a number, a keyword argument, a dropped argument. A test suite kills it when one of its tests",
              "fails. [mutmut](https://mutmut.readthedocs.io) writes the mutants of each chapter's module and runs each",
              "against the unit tests that reach the function it changes.", "",
-             "Reproduce it (about an hour on two cores for every module; name modules to run fewer):", "",
-             "```bash", "pip install mutmut", result["command"] + " --record", "```", "",
-             f"Recorded on {result['machine']}, against {len(result['tests'])} test files (`TESTS` in "
-             "benchmarks/mutation.py).", "",
+             "Reproduce it (requirements.txt installs mutmut; on two cores a small module such as `embeddings` "
+             "takes about ten minutes, a module that most tests reach, such as `attention`, well over an hour):", "",
+             "```bash", result["command"] + " --record", "```", "",
+             f"Recorded on {result['machine']}, against the unit tests that import the modules: "
+             + ", ".join(f"`{t}`" for t in result["tests"]) + ".", "",
              table(result), "",
              "The score counts killed mutants over all mutants less the equivalent ones.", ""]
     survivors = [(m, s) for m, r in result["modules"].items() for s in r["survivors"]]

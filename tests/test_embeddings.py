@@ -81,6 +81,7 @@ def test_positional_encoding_adds_the_table_as_a_non_persistent_buffer():
     assert list(pe.parameters()) == [] and "pe" in dict(pe.named_buffers())
     assert "pe" not in pe.state_dict()
     assert pe(x.double()).dtype == torch.float64
+    assert pe(x.to(torch.bfloat16)).dtype == torch.bfloat16  # the float32 table follows x down, too
 
 
 @pytest.mark.parametrize("cls", [PositionalEncoding, LearnedPositionalEmbedding])
@@ -112,3 +113,16 @@ def test_learned_positions_default_to_512_live_on_their_device_and_name_a_bad_ar
     for kwargs, name in (({"d_model": 0}, "d_model"), ({"max_len": 0}, "max_len"), ({"dropout": 1.5}, "dropout")):
         with pytest.raises(ValueError, match=f"^{name}"):
             LearnedPositionalEmbedding(**{"d_model": 8, "max_len": 16, **kwargs})
+
+
+def test_sinusoidal_table_keeps_float64_precision_out_to_its_last_position():
+    # at position 4,999 an angle computed from float32 frequencies is off by about 3e-4; float64 keeps it to the
+    # float32 table's own rounding
+    table = sinusoidal_table(5000, 512)
+    exact = torch.tensor([math.sin(4999 * 10000 ** (-i / 512)) if i % 2 == 0 else
+                          math.cos(4999 * 10000 ** (-(i - 1) / 512)) for i in range(512)], dtype=torch.float64)
+    assert (table[4999].double() - exact).abs().max() < 1e-6
+
+
+def test_positional_encoding_holds_5000_positions_by_default():
+    assert PositionalEncoding(8).pe.shape == (1, 5000, 8)

@@ -129,6 +129,7 @@ def test_config_round_trips_through_dict_and_json():
     assert ModelConfig.from_dict(config.to_dict()) == config
     assert ModelConfig.from_json(config.to_json()) == config
     assert json.loads(config.to_json())["n_layers"] == 3
+    assert '\n  "n_layers": 3,\n' in config.to_json()  # a field a line: a config a reader diffs and edits
     assert build_model(config).config == config
 
 

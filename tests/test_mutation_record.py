@@ -11,6 +11,16 @@ ROOT = Path(__file__).resolve().parents[1]
 mutation = load_benchmark("mutation")
 
 
+def test_docs_mutation_is_the_page_its_record_renders():
+    record = json.loads(mutation.RECORD.read_text(encoding="utf-8"))
+    assert mutation.DOC.read_text(encoding="utf-8") == mutation.document(record)
+    for module, r in record["modules"].items():
+        assert module in mutation.chapter_modules()
+        counted = r["mutants"] - r["equivalent"]
+        assert r["killed"] + len(r["survivors"]) == counted  # every mutant killed, survived or listed equivalent
+        assert r["score"] == round(100 * r["killed"] / counted, 1)
+
+
 def test_every_equivalent_mutant_names_its_module_function_change_and_reason():
     listed = json.loads(mutation.EQUIVALENT.read_text(encoding="utf-8"))
     modules = set(mutation.chapter_modules())
