@@ -4,12 +4,12 @@
     python benchmarks/mutation.py [MODULE ...] [--jobs 2] [--again] [--record]
 
 MODULE is a chapter's module (`attention`, `blocks`, ...; default: every chapter's module, book.yml). The
-repository's files are copied into a work folder, where mutmut (https://mutmut.readthedocs.io) writes
-every mutant of the modules (an operator, a number, a keyword argument or a string changed, a call's argument
-dropped), runs the unit tests that import the modules (TESTS, tests_of) once to learn which test reaches which function, then
-runs each mutant against the tests that reach it. A mutant every one of its tests passes survives: a bug the suite would let through, unless it changes
-nothing a caller can see. benchmarks/mutation_equivalent.json lists those, each with the reason. The score of a
-module is its mutants killed over its mutants less the equivalent ones.
+repository's files are copied into a work folder, where mutmut (https://mutmut.readthedocs.io) writes every mutant of
+the modules (an operator, a number, a keyword argument or a string changed, a call's argument dropped), runs the unit
+tests that import the modules (TESTS, tests_of) once to learn which test reaches which function, then runs each mutant
+against the tests that reach it. A mutant every one of its tests passes survives: a bug the suite would let through,
+unless it changes nothing a caller can see. benchmarks/mutation_equivalent.json lists those, each with the reason.
+The score of a module is its mutants killed over its mutants less the equivalent ones.
 
 The work folder, .mutation/ (ignored by git), is kept: mutmut reuses what it measured for every function and test
 that did not change, and `--again` runs the last run's survivors once more, against the tests as they are now (after
@@ -26,7 +26,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from transformer_lib.book import load_book
@@ -100,7 +99,8 @@ def run(modules: list[str], jobs: int, again: bool = False) -> dict:
     known = set(chapter_modules())
     unknown = [m for m in modules if m not in known]
     if unknown:
-        raise SystemExit(f"MODULE: {', '.join(unknown)} is not a chapter's module; choose from {', '.join(sorted(known))}")
+        raise SystemExit(f"MODULE: {', '.join(unknown)} is not a chapter's module; "
+                         f"choose from {', '.join(sorted(known))}")
     listed = json.loads(EQUIVALENT.read_text(encoding="utf-8"))
     names = survivors_of_last_run(modules) if again else []
     files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
@@ -122,14 +122,11 @@ def run(modules: list[str], jobs: int, again: bool = False) -> dict:
         f.write("\n[tool.mutmut]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in config.items()))
     shutil.rmtree(WORK / "mutants" / "tests", ignore_errors=True)  # mutmut copies the tests afresh
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    start = time.time()
     if not again or names:
         subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs), *names], cwd=WORK,
                        env=env, check=True, stdout=subprocess.DEVNULL)
-    seconds = time.time() - start
     result = {"command": "python benchmarks/mutation.py " + " ".join(modules), "machine": machine(),
               "tests": tests_of(modules), "modules": {}}
-    result["minutes" if not again else "minutes_again"] = round(seconds / 60, 1)
     for module in modules:
         meta = json.loads((WORK / "mutants" / "transformer_lib" / f"{module}.py.meta").read_text("utf-8"))
         codes = meta["exit_code_by_key"]
@@ -196,7 +193,8 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("modules", nargs="*", metavar="MODULE", help="chapters' modules (default: all)")
     parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)), help="mutants run at once")
-    parser.add_argument("--again", action="store_true", help="run the last run's survivors again, against the tests now")
+    parser.add_argument("--again", action="store_true",
+                        help="run the last run's survivors again, against the tests now")
     parser.add_argument("--record", action="store_true", help="write benchmarks/mutation.json and docs/mutation.md")
     args = parser.parse_args(argv)
     if args.jobs < 1:

@@ -26,6 +26,7 @@ from transformer_lib import fast as F
 from transformer_lib import model as M
 from transformer_lib import multi30k as MK
 from transformer_lib import plots as P
+from transformer_lib import records as RC
 from transformer_lib import runtime as R
 from transformer_lib import training as T
 from transformer_lib import translation as X
@@ -942,7 +943,7 @@ def _(tmp): P.plot_attention_grid({}, "self", [], [])
 
 
 @case("chapter_budget(chapter)", "a chapter that is not a notebook's path", ValueError, "chapter", "08_translation.ipynb")
-def _(tmp): __import__("transformer_lib.records", fromlist=["x"]).chapter_budget("08_translation")
+def _(tmp): RC.chapter_budget("08_translation")
 
 
 @case("plot_sampling_filters(logits, vocab, settings)", "more settings than panels", ValueError, "settings", "got 6")

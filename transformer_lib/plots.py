@@ -65,15 +65,16 @@ def plot_attention_grid(maps: dict, kind: str, src_tokens: list[str], tgt_tokens
 
 def plot_sampling_filters(logits, vocab, settings: dict, filter_logits, n_shown: int = 12):
     """What a filter of logits (chapter 10's filter_logits) does to one next-token distribution (logits (1, V)): a
-    panel per setting ({name: the filter's keyword arguments}), its n_shown most probable tokens as bars and every other token as one
-    bar, the distribution as it was dashed behind (red where a filter cut the tokens). Returns, per setting, the
-    tokens it keeps and the probability left to the tokens not shown: ({name: kept}, {name: rest})."""
+    panel per setting ({name: the filter's keyword arguments}), its n_shown most probable tokens as bars and every
+    other token as one bar, the distribution as it was dashed behind (red where a filter cut the tokens). Returns,
+    per setting, the tokens it keeps and the probability left to the tokens not shown: ({name: kept}, {name: rest})."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
 
     check_int("n_shown", n_shown)
     if not 1 <= len(settings) <= 5:  # six panels: one for each setting, and the last for the legend
-        raise ValueError(f"settings must hold 1 to 5 settings (a panel each, and one for the legend), got {len(settings)}")
+        raise ValueError("settings must hold 1 to 5 settings (a panel each, and one for the legend), "
+                         f"got {len(settings)}")
     before = logits.softmax(-1)[0]  # (V,)
     shown = before.topk(n_shown).indices
     others = torch.ones(len(before), dtype=torch.bool).index_fill(0, shown, False)  # every token not shown
@@ -105,7 +106,8 @@ def plot_sampling_filters(logits, vocab, settings: dict, filter_logits, n_shown:
     for ax in axes.flat[len(settings):]:
         ax.axis("off")
     axes.flat[-1].legend(handles=[Patch(color=blue, label="sampled from (renormalized)"),
-                                  Patch(facecolor=light, edgecolor=blue, hatch="//", label="every other token, together"),
+                                  Patch(facecolor=light, edgecolor=blue, hatch="//",
+                                        label="every other token, together"),
                                   Patch(fill=False, edgecolor=grey, linestyle="--", label="as it was"),
                                   Patch(fill=False, edgecolor=red, linestyle="--", label="cut: logit set to -inf")],
                          loc="center", frameon=False, fontsize=11)

@@ -18,8 +18,8 @@ import yaml
 from transformer_lib.runtime import RESULT_KEY, run_budget
 
 __all__ = ["RUNS_FILE", "SPEED_FILE", "SERVE_FILE", "LOAD_FILE", "SUBWORDS_FILE", "RECIPES_FILE", "SPEEDRUN_FILE",
-           "notebook_results", "recorded_runs", "recorded_time", "chapter_budget", "record_run", "chapter_minutes", "minutes_promise",
-           "shipped_info"]
+           "notebook_results", "recorded_runs", "recorded_time", "chapter_budget", "record_run", "chapter_minutes",
+           "minutes_promise", "shipped_info"]
 
 RUNS_FILE = "docs/runs.json"
 SPEED_FILE = "benchmarks/speed.json"
