@@ -26,6 +26,7 @@ from transformer_lib import fast as F
 from transformer_lib import model as M
 from transformer_lib import multi30k as MK
 from transformer_lib import plots as P
+from transformer_lib import curves as CU
 from transformer_lib import records as RC
 from transformer_lib import runtime as R
 from transformer_lib import training as T
@@ -949,6 +950,22 @@ def _(tmp): RC.chapter_budget("08_translation")
 @case("plot_sampling_filters(logits, vocab, settings)", "more settings than panels", ValueError, "settings", "got 6")
 def _(tmp): P.plot_sampling_filters(torch.zeros(1, 20), D.Vocab([*D.Vocab.SPECIALS, *map(str, range(16))]),
                                {str(t): {} for t in range(6)}, lambda logits: logits)
+
+
+@case("plot_target_distribution(dist, targets, criterion)", "a row too few", ValueError, "dist", "for 3 targets")
+def _(tmp): CU.plot_target_distribution(torch.zeros(2, 5), torch.tensor([1, 2, 3]), T.LabelSmoothing(5, 0, 0.1))
+
+
+@case("plot_copy_losses(result)", "a run with no step", ValueError, "result", "history is empty")
+def _(tmp): CU.plot_copy_losses(T.CopyTaskResult(model=None))
+
+
+@case("plot_lm_history(history)", "no epoch", ValueError, "history", "empty list")
+def _(tmp): CU.plot_lm_history([])
+
+
+@case("plot_speedups(speedups, title)", "a factor of zero", ValueError, "speedups", "'fast': 0.0")
+def _(tmp): CU.plot_speedups({"readable": 1.0, "fast": 0.0}, "t")
 
 
 @case("plot_attention_grid(maps, kind, ..., layers=...)", "a layer the maps do not have", ValueError, "layers", "from 1 to 1")

@@ -19,7 +19,7 @@ from transformer_lib.book.prose import READING_LINE
 from transformer_lib import records
 from transformer_lib import record_tables
 from transformer_lib import comparisons
-from transformer_lib.runtime import RESULT_KEY, report
+from transformer_lib.runtime import RESULT_KEY, report, run_budget
 from transformer_lib.translation import RECIPES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -182,6 +182,46 @@ def test_chapter_9_trains_the_speedrun_record_in_the_minutes_it_forecasts_and_sa
                0 < chosen["val_sacrebleu"] - r["val_sacrebleu"] < seeds[chosen["name"]]["sd"] for r in cooled)
 
 
+def test_chapter_4_gives_the_recorded_losses_of_its_initialization_preview():
+    recorded = json.loads((ROOT / "benchmarks" / "init.json").read_text())
+    ours, xavier = recorded["variants"]
+    text = " ".join(markdown(4).split())
+    assert (f"In one epoch of chapter 8's translator from three seeds, Xavier tables ended at a validation loss of "
+            f"{xavier['val_loss']['mean']:.2f} against {ours['val_loss']['mean']:.2f} for ours") in text
+    assert recorded["epochs"] == 1 and len(recorded["seeds"]) == 3
+
+
+def test_chapter_11_gives_the_three_seed_perplexities_its_deeper_table_shows():
+    import re
+
+    nb = nbformat.read(ROOT / BOOK.chapters[10].file, as_version=4)
+    table = next(o["data"]["text/markdown"] for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+                 if "| 2017 block |" in o.get("data", {}).get("text/markdown", ""))
+    mean = {row: float(m.group(1)) for row in ("2017 block", "all of them (2 kv heads)")
+            if (m := re.search(rf"\| {re.escape(row)} \| ([\d.]+) ± .*3 seeds", table))}
+    assert (f"All the changes together took the mean validation perplexity from {mean['2017 block']:.2f} to "
+            f"{mean['all of them (2 kv heads)']:.2f}.") in " ".join(markdown(11).split())
+
+
+def test_chapter_9_says_what_its_committed_speedrun_did_beside_the_record():
+    """The chapter's opening and its speedrun section give the committed run's minutes, pace and test2016 score beside
+    the record's, as the run's output and the record show them: a rerun that changes them must change the prose."""
+    text, here = " ".join(markdown(9).split()), RESULTS["fast.speedrun_here"]
+    record, pace = RESULTS["fast.speedrun"], RESULTS["fast.speedrun_pace"]
+    recorded = json.loads((ROOT / records.SPEEDRUN_FILE).read_text())
+    best = [e for e in recorded["entries"] if e["record"]][-1]["test_sacrebleu"]
+    assert f"trained them in {record['best_minutes']:.1f} minutes on two CPU cores." in text
+    assert f"took {here['minutes']:.1f} minutes. Two deeper sections serve" in text
+    assert f"The record trained at about {round(pace['pace'], -2):,.0f} padded tokens a second." in text
+    assert f"committed run trained at {here['pace']:,}" in text and f"and took {here['minutes']:.1f} minutes" in text
+    assert (here["pace"] < pace["pace"]) == ("two slower cores" in text)
+    assert (f"It reached {here['test']:.2f} on test2016, where the record's three seeds scored {best['min']:.2f} to "
+            f"{best['max']:.2f}.") in text and best["n"] == 3
+    assert abs(here["test"] - 40) < 0.5 and "reach about 40 BLEU on test2016" in text  # "about 40": both runs
+    assert (here["minutes"] > 10 and here["test"] < 40) == ("broke the ten-minute clock and fell just short of 40" in text)
+    assert "## 8. The speedrun: seven epochs on two CPU cores" in markdown(9) and here["epochs"] == 7
+
+
 def test_the_speedrun_minutes_name_the_pace_they_were_measured_at():
     """README's ten minutes come with the padded tokens a second the record trained at, and chapter 9 renders it from
     the record's seconds and its own epoch's padded tokens."""
@@ -227,7 +267,9 @@ def test_no_measured_speed_or_time_is_written_into_prose():
 
 def test_report_prints_outside_jupyter_and_refuses_what_json_cannot_hold(capsys):
     values = report("demo", "{n:,} steps in {s:.1f} s", n=1300, s=81.14)
-    assert capsys.readouterr().out == "1,300 steps in 81.1 s\n" and values == {"n": 1300, "s": 81.14}
+    assert capsys.readouterr().out == "1,300 steps in 81.1 s\n"
+    assert values == {"n": 1300, "s": 81.14, "budget": run_budget()}  # every result names the budget it ran under
+    assert report("demo", "{budget}", budget="smoke")["budget"] == "smoke"
     with pytest.raises(TypeError):
         report("demo", "{x}", x=object())
     with pytest.raises(ValueError, match="name must be an identifier"):
@@ -516,6 +558,9 @@ def test_every_markdown_table_renders_as_a_table():
 # arithmetic one is computed here.
 STATED = {
     ("02", "2.8"): ("sqrt(8), the base model's 8 heads", math.sqrt(8)),
+    ("03", "1.6"): ("1 - sqrt(31/32) in percent: the Annotated layer norm's factor at d = 32", 100 * (1 - math.sqrt(31 / 32))),
+    ("04", "3.38"): ("benchmarks/init.json: Xavier tables' mean validation loss (a test above reads it)", None),
+    ("04", "3.16"): ("benchmarks/init.json: our tables' mean validation loss (a test above reads it)", None),
     ("05", "1.54"): ("log(e + V - 1) - 1 for the copy task's V = 11 symbols", math.log(math.e + 10) - 1),
     ("05", "4000"): ("the paper's warmup, section 5.3", None),
     ("06", "40"): ("the padding of the figure's sixteen sentences in random batches of four", None),

@@ -277,8 +277,24 @@ def test_chapter_7s_reading_of_greedy_against_the_beam_holds_in_its_committed_ou
         pairs.append((de, float(g_lp), float(g_score), g_text, float(b_lp), float(b_score), b_text))
     assert len(pairs) == 4
     assert all(b_score >= g_score for _, _, g_score, _, _, b_score, _ in pairs)  # "each time, the beam scores higher"
-    assert any(b_lp < g_lp and len(b_text) > len(g_text) for _, g_lp, _, g_text, b_lp, _, b_text in pairs)
+    longer = [de for de, g_lp, _, g_text, b_lp, _, b_text in pairs if b_lp < g_lp and len(b_text) > len(g_text)]
+    assert len(longer) == 2 and any("Ball" in de for de in longer) and any("Radfahrer" in de for de in longer)
     cyclist = next(p for p in pairs if "weißer Radfahrer" in p[0] and "im Park" in p[0])
     assert "park" in cyclist[6] and "park" not in cyclist[3]  # only the beam keeps "im Park"
     tired = next(p for p in pairs if "müder" in p[0])
     assert "tired" not in tired[3] + tired[6]
+
+
+def test_chapter_7_gives_the_beam_sizes_bleu_its_deeper_section_measured():
+    """The main path's BLEU for greedy decoding, a beam of 2 and a beam of 8 are those of the committed table (length
+    penalty 0.6, the whole validation split)."""
+    import nbformat
+
+    nb = nbformat.read(Path(__file__).parent.parent / "notebooks" / "07_decoding.ipynb", as_version=4)
+    out = next(c for c in nb.cells if c.source.startswith("import altair as alt")).outputs[0]["text"].splitlines()
+    assert out[0] == "1014 sentences of Multi30k val"
+    bleu = {int(row.split()[0]): float(row.split()[1]) for row in out[3:]}  # beam -> sacreBLEU at alpha 0.6
+    text = " ".join("\n".join(c.source for c in nb.cells if c.cell_type == "markdown").split())
+    assert (f"Greedy decoding scores {bleu[1]:.2f}, a beam of 2 scores {bleu[2]:.2f} and a beam of 8 scores "
+            f"{bleu[8]:.2f}: the second hypothesis buys most of the gain.") in text
+    assert bleu[2] - bleu[1] > bleu[8] - bleu[2] > 0

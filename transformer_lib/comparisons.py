@@ -89,7 +89,7 @@ def subwords_markdown(record: dict) -> str:
     the seeds, and their range), the best mean on validation in bold, and which others are within noise of it."""
     r, seeds = record["recipe"], record["seeds"]
     runs = f", {record['jobs']} runs at a time" if record.get("jobs", 1) > 1 else ""
-    lines = [f"{record['machine']}, device {record['device']}{runs}: the `{record['budget']}` recipe "
+    lines = [f"{record['machine']}, device {record['device']}{runs}: the `{record['budget']}` recipe as recorded then "
              f"({r['n_layers']}+{r['n_layers']} layers, d_model {r['d_model']}, {r['epochs']} epochs) with each "
              f"vocabulary, trained from {len(seeds)} seeds ({', '.join(map(str, seeds))}), beam {r['beam_size']}; "
              "`<unk>` rates and tokens per sentence on test2016. BLEU is the mean ± standard deviation over the "

@@ -196,7 +196,7 @@ def speed_up(model: nn.Module, criterion: LabelSmoothing, device) -> tuple[nn.Mo
 # %% notebooks/09_fast.ipynb cell 35
 def _packed(*linears: nn.Linear, dtype, scale: float = 1.0):
     """The stacked `linears` as one projection, x -> y (one matrix multiplication for all), the first one's weight and
-    bias multiplied by `scale`: F.linear with them cast to `dtype`, or for torch.int8 quantized_linear (section 9)."""
+    bias multiplied by `scale`: F.linear with them cast to `dtype`, or for torch.int8 quantized_linear (the int8 section)."""
     w = torch.cat([m.weight * (scale if i == 0 else 1.0) for i, m in enumerate(linears)]).detach()
     b = torch.cat([m.bias * (scale if i == 0 else 1.0) for i, m in enumerate(linears)]).detach()
     return quantized_linear(w, b) if dtype == torch.int8 else functools.partial(F.linear, weight=w.to(dtype),
@@ -254,7 +254,7 @@ def _extend(cache: torch.Tensor, new: torch.Tensor, rows: torch.Tensor | None) -
 class PackedDecoder:
     """A translator ready to decode: its weights packed and cast once (pack_decoder; bfloat16 where the hardware has
     it), the decoder run one token at a time by `_step`. With torch.int8 every matrix product of the encoder and
-    decoder runs in int8 (section 9), the rest in float32. Build it again after the model's weights change."""
+    decoder runs in int8 (the int8 section), the rest in float32. Build it again after the model's weights change."""
 
     def __init__(self, model, dtype=None):
         check_encoder_decoder(model)

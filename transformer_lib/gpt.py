@@ -87,8 +87,8 @@ class GPT(nn.Module):
         self.embed = TokenEmbedding(c.vocab_size, c.d_model)
         self.positions = (PositionalEncoding(c.d_model, c.context, c.dropout) if c.positions == "sinusoidal"
                           else LearnedPositionalEmbedding(c.d_model, c.context, c.dropout))
-        self.layers = nn.ModuleList(EncoderLayer(c.d_model, c.n_heads, c.d_ff, c.dropout, True, c.norm_eps)
-                                    for _ in range(c.n_layers))
+        self.layers = nn.ModuleList(EncoderLayer(c.d_model, c.n_heads, c.d_ff, c.dropout, norm_first=True,
+                                                 eps=c.norm_eps) for _ in range(c.n_layers))
         if c.activation == "gelu_tanh":
             for layer in self.layers:
                 layer.feed_forward = GELUFeedForward(c.d_model, c.d_ff, c.dropout)
@@ -105,7 +105,8 @@ class GPT(nn.Module):
         return self.lm_head(self.norm(x))  # (B, T, vocab_size)
 
     def embed_tokens(self, tokens: torch.Tensor, start: int = 0) -> torch.Tensor:
-        """(B, T) ids at positions start .. start + T - 1 as vectors (B, T, d_model): tokens plus positions, dropped out."""
+        """(B, T) ids at positions start .. start + T - 1 as vectors (B, T, d_model): tokens plus positions, dropped out.
+        start > 0: the cache (section 4) feeds tokens at later positions."""
         x = self.embed(tokens) if self.config.scale_embeddings else self.embed.embedding(tokens)  # (B, T, d_model)
         where = torch.arange(start, start + tokens.size(1), device=tokens.device)  # (T,)
         p = self.positions

@@ -187,7 +187,7 @@ class BlockConfig:
     rope_base: float = 10000.0  # RoPE's base (Llama 2: 10,000; Llama 3: 500,000)
     norm_eps: float = 1e-6  # the norms' epsilon
     scale_embeddings: bool = True  # token vectors times sqrt(d_model), as chapter 1's; Llama does not scale
-    tie_head: bool = True  # the output projection shares the embedding's table (Llama's does not)
+    tie_head: bool = True  # the output projection shares the embedding's table (Llama 2 and Llama 3 8B do not)
 
     def __post_init__(self):
         check_block_config(self)
@@ -272,7 +272,7 @@ class ModernGPT(nn.Module):
         return self.lm_head(self.norm(x))  # (B, T, vocab_size)
 
 
-# %% notebooks/11_modern.ipynb cell 29
+# %% notebooks/11_modern.ipynb cell 31
 def from_gpt(gpt) -> ModernGPT:
     """Chapter 10's GPT as a ModernGPT with the 2017 switches, the same weights."""
     check_instance("gpt", gpt, GPT, " (chapter 10's model)")
@@ -292,7 +292,7 @@ def from_gpt(gpt) -> ModernGPT:
     return model
 
 
-# %% notebooks/11_modern.ipynb cell 33
+# %% notebooks/11_modern.ipynb cell 35
 MODERN_SIZES = {  # budget -> the model and training of section 6's variants (benchmarks/modern.py trains them too)
     "smoke": dict(train=1000, merges=500, n_layers=2, d_model=64, n_heads=4, d_ff=192, epochs=1, warmup=40),
     "cpu": dict(train=None, merges=2000, n_layers=2, d_model=128, n_heads=4, d_ff=384, epochs=1, warmup=300),
@@ -314,7 +314,7 @@ def one_change_variants(base: BlockConfig) -> dict[str, BlockConfig]:
                                                 bias=False)}
 
 
-# %% notebooks/11_modern.ipynb cell 35
+# %% notebooks/11_modern.ipynb cell 37
 @torch.no_grad()
 def cache_bytes_per_token(model: ModernGPT, tokens: int = 32) -> float:
     """Bytes the key/value cache holds per token (all layers), measured after feeding `tokens` tokens."""
@@ -323,7 +323,7 @@ def cache_bytes_per_token(model: ModernGPT, tokens: int = 32) -> float:
     return sum(t.numel() * t.element_size() for kv in cache for t in kv) / tokens
 
 
-# %% notebooks/11_modern.ipynb cell 43
+# %% notebooks/11_modern.ipynb cell 45
 def pairs_from_halves(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
     """A query or key projection stored for the half-split RoPE layout, its rows reordered for apply_rope.
 
@@ -343,7 +343,7 @@ def pairs_from_halves(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
     return weight.reshape(n_heads, d_k, -1)[:, order].reshape(weight.shape)
 
 
-# %% notebooks/11_modern.ipynb cell 46
+# %% notebooks/11_modern.ipynb cell 48
 def from_llama(source, config=None) -> ModernGPT:
     """A ModernGPT holding the weights of a Hugging Face LlamaForCausalLM, or of its state dict with its config (the
     config object or its to_dict()); in eval mode. Needs no transformers itself: it reads tensors and fields. Refuses

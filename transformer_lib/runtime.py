@@ -350,11 +350,14 @@ def report(name: str, text: str, **values) -> dict:
 
     The values travel in the output's metadata, so the committed notebook carries the numbers its prose shows;
     `python -m transformer_lib.book readme` renders the results in README.md and docs/ from them, and tests check the prose
-    against them. Outside Jupyter the text is printed. Returns the values.
+    against them. Outside Jupyter the text is printed. Returns the values. Every result records the run budget it
+    was measured under: `budget`, the one in force (run_budget()) unless the call names it.
     """
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"name must be an identifier, got {name!r}")
     import json
+
+    values = {"budget": run_budget(), **values}
 
     json.dumps(values)  # refuse what the notebook's metadata cannot hold, here rather than at save time
     shown = text.format(**values)
@@ -374,7 +377,7 @@ def report(name: str, text: str, **values) -> dict:
 class StepBar:
     """The progress of a training loop, one optimizer step at a time: a tqdm bar of its own (progress=True), none
     (False), or an outer run's tqdm bar to advance and leave open. Each step shows its loss, the target tokens a
-    second so far and the learning rate."""
+    second so far and the learning rate. `with StepBar(...) as bar:` closes a bar of its own at the end."""
 
     def __init__(self, progress=True, desc: str = "train"):
         from tqdm import tqdm
@@ -392,3 +395,9 @@ class StepBar:
     def close(self) -> None:
         if self.own:
             self.bar.close()
+
+    def __enter__(self) -> "StepBar":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -34,9 +34,10 @@ from tqdm import tqdm
 
 from transformer_lib.attention import padding_mask, subsequent_mask
 from transformer_lib.checks.core import check_ints
-from transformer_lib.checks.training import (check_batch, check_copy_task, check_decoding, check_label_smoothing,
-                                             check_loss_inputs, check_muon, check_orthogonalize, check_rate,
-                                             check_step_group, check_training_batch, check_training_options)
+from transformer_lib.checks.training import (check_batch, check_batches_read, check_copy_task, check_decoding,
+                                             check_label_smoothing, check_loss_inputs, check_muon, check_orthogonalize,
+                                             check_rate, check_step_group, check_training_batch,
+                                             check_training_options)
 from transformer_lib.model import EncoderDecoder, make_model
 from transformer_lib.runtime import StepBar
 
@@ -104,8 +105,8 @@ def rate(step: int, d_model: int, factor: float = 1.0, warmup: int = 4000) -> fl
 
 
 def make_optimizer(model: nn.Module, d_model: int, factor: float = 1.0, warmup: int = 4000, muon: bool = False):
-    """Adam with the paper's betas and eps (section 5.3) and a LambdaLR following rate(), to step once per optimizer
-    step; muon=True: Muon (below) for the layers' matrices of an EncoderDecoder, the same Adam for the rest."""
+    """Adam with the paper's betas and eps (section 5.3) and a LambdaLR following rate(), stepped once per optimizer
+    step; muon=True: a deeper section's Muon for the layers' matrices of an EncoderDecoder, Adam for the rest."""
     rate(1, d_model, factor, warmup)  # a bad d_model, factor or warmup fails here, not at the first step
     optimizer = Muon(model) if muon else torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: rate(i + 1, d_model, factor, warmup))
@@ -149,20 +150,18 @@ def train_epoch(model: EncoderDecoder, batches, criterion, optimizer, scheduler=
     check_training_options(accum_steps, clip_norm)
     model.train()
     batches, total_loss, total_tokens = iter(batches), 0.0, 0
-    bar = StepBar(progress, desc)  # a progress bar of its own, none, or an outer run's
-    while group := list(itertools.islice(batches, accum_steps)):
-        lr = optimizer.param_groups[0]["lr"]
-        step_loss, n_tokens = step_fn(model, group, criterion, optimizer, clip_norm)
-        if scheduler is not None:
-            scheduler.step()
-        total_loss, total_tokens = total_loss + step_loss * n_tokens, total_tokens + n_tokens
-        if history is not None:
-            step = history[-1]["step"] + 1 if history else 1
-            history.append({"step": step, "loss": step_loss, "lr": lr, "tokens": n_tokens})
-        bar.step(step_loss, n_tokens, lr)
-    bar.close()
-    if not total_tokens:
-        raise ValueError("batches is empty: an epoch needs at least one Batch")
+    with StepBar(progress, desc) as bar:  # a progress bar of its own, none, or an outer run's
+        while group := list(itertools.islice(batches, accum_steps)):
+            lr = optimizer.param_groups[0]["lr"]
+            step_loss, n_tokens = step_fn(model, group, criterion, optimizer, clip_norm)
+            if scheduler is not None:
+                scheduler.step()
+            total_loss, total_tokens = total_loss + step_loss * n_tokens, total_tokens + n_tokens
+            if history is not None:
+                step = history[-1]["step"] + 1 if history else 1
+                history.append({"step": step, "loss": step_loss, "lr": lr, "tokens": n_tokens})
+            bar.step(step_loss, n_tokens, lr)
+    check_batches_read(total_tokens, "an epoch needs at least one Batch")
     return total_loss / total_tokens
 
 
@@ -176,8 +175,7 @@ def evaluate(model: EncoderDecoder, batches, criterion) -> float:
         check_training_batch(batch)
         total_loss += loss_sum(model, batch, criterion).item()
         total_tokens, seen = total_tokens + batch.n_tokens, seen + 1
-    if not seen:
-        raise ValueError("batches is empty: nothing to evaluate")
+    check_batches_read(seen, "nothing to evaluate")
     return total_loss / max(total_tokens, 1)
 
 
@@ -249,18 +247,17 @@ def train_copy_task(max_steps: int = 2000, seed: int = 0, device=None, batch_siz
     val = copy_task_batch(n_eval, length, vocab_size, torch.Generator().manual_seed(10_000 + seed), device)
     test = copy_task_batch(n_eval, length, vocab_size, torch.Generator().manual_seed(20_000 + seed), device)
     result, start, perfect = CopyTaskResult(model), time.perf_counter(), 0
-    bar = tqdm(total=max_steps, desc="copy task", unit="step", disable=not progress, mininterval=1.0)
-    while len(result.history) < max_steps and perfect < 3:
-        steps = min(eval_every, max_steps - len(result.history))
-        batches = (copy_task_batch(batch_size, length, vocab_size, train_gen, device) for _ in range(steps))
-        train_epoch(model, batches, criterion, optimizer, scheduler, history=result.history, progress=bar)
-        accuracy = sequence_accuracy(model, val)
-        perfect = perfect + 1 if accuracy == 1.0 else 0
-        result.evaluations.append({"step": len(result.history), "val_loss": evaluate(model, [val], criterion),
-                                   "val_accuracy": accuracy, "seconds": time.perf_counter() - start})
-        if on_evaluation is not None:
-            on_evaluation(result.evaluations[-1])
-    bar.close()
+    with tqdm(total=max_steps, desc="copy task", unit="step", disable=not progress, mininterval=1.0) as bar:
+        while len(result.history) < max_steps and perfect < 3:
+            steps = min(eval_every, max_steps - len(result.history))
+            batches = (copy_task_batch(batch_size, length, vocab_size, train_gen, device) for _ in range(steps))
+            train_epoch(model, batches, criterion, optimizer, scheduler, history=result.history, progress=bar)
+            accuracy = sequence_accuracy(model, val)
+            perfect = perfect + 1 if accuracy == 1.0 else 0
+            result.evaluations.append({"step": len(result.history), "val_loss": evaluate(model, [val], criterion),
+                                       "val_accuracy": accuracy, "seconds": time.perf_counter() - start})
+            if on_evaluation is not None:
+                on_evaluation(result.evaluations[-1])
     result.test_accuracy = sequence_accuracy(model, test)
     result.seconds = time.perf_counter() - start
     return result

@@ -61,6 +61,12 @@ def check_training_options(accum_steps, clip_norm) -> None:
         raise ValueError(f"clip_norm must be positive or None (no clipping), got {clip_norm!r}")
 
 
+def check_batches_read(count: int, what: str) -> None:
+    """train_epoch's and evaluate's batches, once read: at least one Batch (`what` says what an empty one leaves)."""
+    if not count:
+        raise ValueError(f"batches is empty: {what}")
+
+
 def check_training_batch(batch) -> None:
     """What train_epoch and evaluate take from their batches: a Batch with targets."""
     if not all(hasattr(batch, name) for name in ("src", "src_mask", "tgt", "pad_idx")):  # chapter 5's Batch
