@@ -31,7 +31,7 @@ SEARCHES = {"RoPE": ("11_modern", "rotary-position-embeddings-rope"), "beam sear
             "label smoothing": ("05_training", "label-smoothing"), "BPE": ("06_data", "subwords-byte-pair-encoding-bpe"),
             "key/value cache": ("07_decoding", "a-key-value-kv-cache"), "KV cache": ("07_decoding", "a-key-value-kv-cache"),
             "warmup": ("05_training", "the-learning-rate-schedule-warmup-then-decay"),
-            "layer norm": ("03_blocks", "layer-normalization"), "int8": ("09_fast", "eight-bit-weights-int8"),
+            "layer norm": ("03_blocks", "layer-normalization"), "int8": ("09_fast", "deeper-eight-bit-weights-int8"),
             "positional encoding": ("01_embeddings", "sinusoidal-positional-encoding")}
 # how often a wait asks the browser again (selenium's default, half a second, is mostly time spent idle)
 POLL = 0.05
