@@ -43,11 +43,11 @@ from transformer_lib.book.site_chapters import (ALT_TEXT_FILE, VEGALITE_MIMES, _
                                                 _read_notebook)
 from transformer_lib.book.site_markdown import (_BADGE, _DEFINITION, _HTML_HREF, _LINK, MYST_EXTENSIONS, _markdown,
                                                 _Place, rewrite_links)
-from transformer_lib.book.site_policy import apply_policy
-from transformer_lib.book.site_safety import SiteError, _inside, _source, _write, html_loads
+from transformer_lib.book.site_policy import apply_policy, refused
+from transformer_lib.book.site_safety import SiteError, _inside, _source, _write, svg_loads
 from transformer_lib.book.site_weight import subset_icon_fonts, theme_templates
 
-__all__ = ["SiteError", "Page", "ALT_TEXT_FILE", "assemble", "build_site", "rewrite_links", "html_loads"]
+__all__ = ["SiteError", "Page", "ALT_TEXT_FILE", "assemble", "build_site", "rewrite_links", "refused", "svg_loads"]
 
 MARKER = ".transformer-book-site"  # a folder holding it may be replaced by the next build
 STATIC = Path(__file__).parent / "site_static"

@@ -19,8 +19,8 @@ import yaml
 
 from transformer_lib.book.prose import DEEPER_HEADING
 from transformer_lib.book.site_markdown import _check_markdown, _markdown, _Place
-from transformer_lib.book.site_policy import svg_as_png
-from transformer_lib.book.site_safety import SiteError, _address, _hrefs, _source, _write, html_loads
+from transformer_lib.book.site_policy import refused, svg_as_png
+from transformer_lib.book.site_safety import _MEDIA, SiteError, _address, _hrefs, _source, _write, svg_loads
 
 __all__ = ["ALT_TEXT_FILE", "VEGALITE_MIMES"]
 
@@ -114,7 +114,7 @@ def _chapter(nb, where: str, alt: dict, site: Path, place: _Place, site_pages: s
                 if mime is None or f"attachment:{name}" not in source:
                     continue
                 data = _text(bundle[mime])
-                if mime == "image/svg+xml" and (found := html_loads(data)):
+                if mime == "image/svg+xml" and (found := svg_loads(data)):
                     raise SiteError(f"{at}: the attachment {name} loads {', '.join(found[:4])}; a page loads "
                                     "nothing from outside the site")
                 site_path = f"_static/attachments/{stem}/{cell_id}/{name}"
@@ -206,9 +206,12 @@ def _check_output(data: dict, place: _Place, at: str, site_pages: set[str]) -> N
     for mime in ("text/html", "image/svg+xml"):
         if mime in data:
             text = _text(data[mime])
-            if found := html_loads(text):
-                raise SiteError(f"{at}: an output ({mime}) that loads or runs {', '.join(found[:4])}; a page loads "
-                                "nothing from outside the site")
+            if found := (refused(text) if mime == "text/html" else svg_loads(text)):
+                raise SiteError(f"{at}: an output ({mime}) with what the site's allowlist leaves out: "
+                                f"{', '.join(found[:4])}; a page shows and loads only what the allowlist keeps")
+            if mime == "text/html" and (found := [a for a in _hrefs(text, images=True) if not _MEDIA.match(_address(a))]):
+                raise SiteError(f"{at}: an output (text/html) shows the picture {found[0]}; an output's pictures are "
+                                "data: pictures")
             for href in _hrefs(text):
                 if not re.match(r"^(?:https?:|mailto:|#|$)", _address(href), re.I):
                     raise SiteError(f"{at}: an output ({mime}) links to {href}; outputs link only to web addresses "

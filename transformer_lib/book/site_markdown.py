@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from transformer_lib.book.site_policy import svg_as_png
+from transformer_lib.book.site_policy import refused, svg_as_png
 from transformer_lib.book.site_safety import (_LINK_SCHEMES, _MEDIA, _SCHEME, SiteError, _address, _hrefs, _source,
-                                              _write, html_loads)
+                                              _write, svg_loads)
 
 __all__ = ["MYST_EXTENSIONS", "rewrite_links"]
 
@@ -136,7 +136,7 @@ class _Place:
             data = path.read_bytes()
             site_path = "_static/repository/" + resolved
             if resolved.lower().endswith(".svg"):
-                if found := html_loads(data.decode("utf-8", "replace")):
+                if found := svg_loads(data.decode("utf-8", "replace")):
                     raise SiteError(f"{self.at or self.where}: the image {target} loads {', '.join(found[:4])}; "
                                     "a page loads nothing from outside the site")
                 data, site_path = svg_as_png(data, f"{self.at or self.where}: the image {target}"), site_path + ".png"
@@ -214,11 +214,11 @@ def _check_markdown(text: str, place: _Place, at: str, site_pages: set[str]) -> 
             if token.type == "myst_role":
                 refuse(f"the MyST role {{{token.meta.get('name', '?')}}}; the site runs no role from the book's text")
             if token.type in ("html_block", "html_inline"):
-                if found := html_loads(token.content):
-                    refuse(f"raw HTML that loads or runs {', '.join(found[:4])}; a page loads nothing from outside "
-                           "the site")
+                raw.append(token.content)  # checked whole below: an inline element's tags are tokens of their own
                 for href in _hrefs(token.content):
                     relative_target(_address(href), False)
+                for src in _hrefs(token.content, images=True):
+                    relative_target(_address(src), True)
             if token.type == "link_open":
                 relative_target(_address(token.attrGet("href") or ""), False)
             if token.type == "image":
@@ -226,7 +226,11 @@ def _check_markdown(text: str, place: _Place, at: str, site_pages: set[str]) -> 
             if token.children:
                 walk(token.children)
 
+    raw: list[str] = []
     walk(_PARSER.parse(text))
+    if found := refused("".join(raw)):
+        refuse(f"raw HTML with what the site's allowlist leaves out: {', '.join(found[:4])}; a page shows and loads "
+               "only what the allowlist keeps")
 
 
 _PARSER = None

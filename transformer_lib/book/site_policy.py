@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import html as html_text
 import re
 from collections import Counter
 from pathlib import Path
 
-from transformer_lib.book.site_safety import SiteError, _write
+from transformer_lib.book.site_safety import SiteError, _address, _write
 
-__all__ = ["TAGS", "ATTRIBUTES", "POLICY", "sanitize", "apply_policy", "svg_as_png"]
+__all__ = ["TAGS", "ATTRIBUTES", "POLICY", "sanitize", "refused", "apply_policy", "svg_as_png"]
 
 TAGS = {"a", "abbr", "article", "aside", "b", "blockquote", "br", "button", "caption", "cite", "code", "col",
         "colgroup", "dd", "del", "details", "dfn", "dialog", "div", "dl", "dt", "em", "figcaption", "figure", "footer",
@@ -92,6 +93,30 @@ def _within_site(tag: str, attribute: str, value: str) -> str | None:
 
 # an address with a scheme or a host (a picture's data: URL of a picture type excepted): one that may leave the site
 _LEAVES = re.compile(r"\s*(?!data:image/(?:png|jpeg|gif|webp)[;,])(?:[a-z][a-z0-9+.-]*:|//|\\)", re.I)
+
+
+_VALUED = re.compile(r"""([^\s=/>"']+)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s>]*))?""")
+
+
+def _pieces(html: str) -> Counter:
+    """The start tags and the attributes with their values (unescaped) of `html`, counted: <tag> and name=value."""
+    found = Counter()
+    for tag in _TAG.finditer(html):
+        found[f"<{tag.group(1).lower()}>"] += 1
+        for name, value in _VALUED.findall(tag.group(2)):
+            value = value[1:-1] if value[:1] in ("'", '"') else value
+            found[f"{name.lower()}={_address(html_text.unescape(value))}"] += 1
+    return found
+
+
+def refused(html: str) -> list[str]:
+    """What the allowlist would cut from a fragment of raw HTML (a cell's, an output's, the README's): each tag and
+    each attribute with its value that sanitize() leaves out, such as <script>, <iframe>, onerror=..., a style, or
+    an address that leaves the site where only the site's may stand. Empty when the fragment reaches the reader
+    whole; the build refuses it otherwise, naming where it stands."""
+    for extra in _KNOWN_EXTRAS:
+        html = extra.sub("", html)
+    return sorted((_pieces(html) - _pieces(sanitize(html))).keys())
 
 
 def _parts(html: str) -> Counter:
