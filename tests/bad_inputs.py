@@ -964,6 +964,14 @@ def _(tmp): CU.plot_copy_losses(T.CopyTaskResult(model=None))
 def _(tmp): CU.plot_lm_history([])
 
 
+@case("plot_translation_history(history)", "no epoch", ValueError, "history", "empty list")
+def _(tmp): CU.plot_translation_history([])
+
+
+@case("plot_schedules(rates, title)", "a schedule without a step", ValueError, "rates", "at least one step")
+def _(tmp): CU.plot_schedules({"noam": []}, "t")
+
+
 @case("plot_speedups(speedups, title)", "a factor of zero", ValueError, "speedups", "'fast': 0.0")
 def _(tmp): CU.plot_speedups({"readable": 1.0, "fast": 0.0}, "t")
 

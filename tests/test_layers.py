@@ -138,6 +138,24 @@ def _defined(tree) -> set[str]:
     return names
 
 
+def _free_reads(node, bound: frozenset = frozenset()) -> set[str]:
+    """The names a cell reads from outside itself: at its top level, and inside its functions, lambdas and
+    comprehensions less their own parameters and the names they bind (a function's `model` argument is no read)."""
+    scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+              ast.GeneratorExp)
+    if isinstance(node, scopes):
+        inner = set()
+        if not isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            a = node.args
+            inner |= {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, *filter(None, [a.vararg, a.kwarg])]}
+        inner |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        bound = bound | inner
+    reads = {node.id} if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in bound else set()
+    for child in ast.iter_child_nodes(node):
+        reads |= _free_reads(child, bound)
+    return reads
+
+
 def _tree(source: str):
     lines = [("pass" if line.lstrip().startswith(("%", "!")) else line) for line in source.splitlines()]
     return ast.parse("\n".join(lines))
@@ -146,19 +164,22 @@ def _tree(source: str):
 @pytest.mark.parametrize("chapter, nb", CHAPTERS, ids=IDS)
 def test_the_main_path_and_the_exercises_use_no_name_that_only_a_deeper_cell_set(chapter, nb):
     """Skipping every deeper cell leaves each name the main path and the exercises read set by a main-path cell."""
-    last_set_by, problems = {}, []
+    set_by_deeper, set_on_main, problems = {}, set(), []  # a name the main path set earlier stays set without deeper
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
         tree, deeper = _tree(cell.source), "deeper" in cell.metadata.get("tags", [])
         own = _defined(tree)
         if not deeper:
-            read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-            for name in sorted(read - own - set(dir(builtins))):
-                if last_set_by.get(name, (None, False))[1]:
-                    problems.append(f"cell {i} reads {name}, last set by deeper cell {last_set_by[name][0]}")
+            read = _free_reads(tree)
+            for name in sorted(read - own - set(dir(builtins)) - set_on_main):
+                if name in set_by_deeper:
+                    problems.append(f"cell {i} reads {name}, set only by deeper cell {set_by_deeper[name]}")
         for name in own:
-            last_set_by[name] = (i, deeper)
+            if deeper:
+                set_by_deeper[name] = i
+            else:
+                set_on_main.add(name)
     assert problems == [], f"{chapter.file}: " + "; ".join(problems)
 
 

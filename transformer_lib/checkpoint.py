@@ -23,7 +23,7 @@ from transformer_lib.files import load_tensors, read_safetensors
 __all__ = [
     "PRETRAINED_FILE", "pretrained_path", "load_checkpoint", "check_checkpoint", "check_checkpoint_metadata",
     "read_checkpoint_metadata", "read_checkpoint_tokenizers", "check_checkpoint_shapes", "check_checkpoint_vocabs", "read_checkpoint",
-    "check_carried", "check_tokenizer_fits", "is_subword_vocab", "scoring_tokenizer", "check_hypotheses",
+    "check_carried", "check_tokenizer_fits", "is_subword_vocab", "scoring_tokenizer", "model_tokenizers", "check_hypotheses",
     "check_run_length", "check_translate_tokens",
 ]
 
@@ -58,6 +58,19 @@ def scoring_tokenizer(model, tgt_tok, src_vocab, tgt_vocab):
     tgt_tok = tgt_tok or (getattr(model, "tokenizers", None) or (None, None))[1]
     check_tokenizer_fits("tgt_tok", tgt_tok, tgt_vocab, default)  # a model's subwords scored as words: refused
     return tgt_tok
+
+
+def model_tokenizers(model, lower: bool | None = None) -> tuple:
+    """translate's (src_tok, tgt_tok): the model's (after load_checkpoint or train_translation), else whole words;
+    lowercasing as `lower` says, or as the model was trained (its `lower`, else True) where `lower` is None."""
+    from transformer_lib.data import Tokenizer, tokenizer_from_dict  # chapter 6's, imported where they are used
+
+    if lower is not None and not isinstance(lower, bool):
+        raise TypeError(f"lower must be True, False or None (the model's own), got {lower!r}")
+    lower = getattr(model, "lower", True) if lower is None else lower
+    src_tok, tgt_tok = getattr(model, "tokenizers", None) or (Tokenizer("de", lower), Tokenizer("en", lower))
+    src_tok = src_tok if src_tok.lower == lower else tokenizer_from_dict({**src_tok.to_dict(), "lower": lower})
+    return src_tok, tgt_tok
 
 
 def check_hypotheses(hypotheses, tgt_tok) -> None:

@@ -7,6 +7,8 @@ with it as well as chapter 10 (transformer_lib.plots draws what chapter 7's deco
     plot_copy_losses(result)  # chapter 5's CopyTaskResult
     plot_speedups({"readable": 1.0, "fast path": 1.3}, "What the fast path buys, here")  # chapter 9's
     plot_lm_history(history)  # chapter 10's train_lm
+    plot_translation_history(run.history)  # chapter 8's train_translation
+    plot_schedules({"noam": rates, "warmup-stable-decay": other_rates}, "two schedules")  # chapter 8's
 
 The chapters read the pictures; how they are drawn is a tool of the book, not part of the model, so it lives here.
 """
@@ -14,7 +16,8 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["plot_copy_losses", "plot_lm_history", "plot_speedups", "plot_target_distribution"]
+__all__ = ["plot_copy_losses", "plot_lm_history", "plot_schedules", "plot_speedups", "plot_target_distribution",
+           "plot_translation_history"]
 
 
 
@@ -82,5 +85,44 @@ def plot_lm_history(history: list):
     ax_loss.set(xlabel="epoch", ylabel="cross-entropy per token", title="training loss (with dropout)", xticks=epochs)
     ax_ppl.plot(epochs, [h["val_perplexity"] for h in history], "o-", color="C2")
     ax_ppl.set(xlabel="epoch", ylabel="perplexity", title="validation perplexity", xticks=epochs)
+    fig.tight_layout()
+    return fig
+
+
+def plot_translation_history(history: list, title: str = "", kept: float | None = None, every: int = 1):
+    """Chapter 8's train_translation history ({epoch, train_loss, val_loss, val_bleu} an epoch): the label-smoothed
+    losses, and the greedy validation BLEU, against the epoch; `kept`, the kept model's beam-search BLEU, a star at
+    the last epoch; `every`, a tick every that many epochs. An epoch without a BLEU (bleu_every) leaves a gap."""
+    import matplotlib.pyplot as plt
+
+    if not history:
+        raise ValueError("history must hold at least one epoch, got an empty list")
+    epochs, ticks = [h["epoch"] for h in history], [h["epoch"] for h in history][every - 1 :: every]
+    fig, (ax_loss, ax_bleu) = plt.subplots(1, 2, figsize=(10, 3.5))
+    ax_loss.plot(epochs, [h["train_loss"] for h in history], "o-", label="training (with dropout)")
+    ax_loss.plot(epochs, [h["val_loss"] for h in history], "o-", label="validation")
+    ax_loss.set(xlabel="epoch", ylabel="label-smoothed loss per token", title=f"{title}loss", xticks=ticks)
+    ax_loss.legend()
+    ax_bleu.plot(epochs, [h.get("val_bleu", float("nan")) for h in history], "o-", color="C2", label="greedy")
+    if kept is not None:
+        ax_bleu.plot([epochs[-1]], [kept], "*", color="C3", markersize=12, label="beam 5, the kept model")
+    ax_bleu.set(xlabel="epoch", ylabel="BLEU (tokenized, lowercased)", title=f"{title}validation BLEU", xticks=ticks)
+    ax_bleu.legend()
+    fig.tight_layout()
+    return fig
+
+
+def plot_schedules(rates: dict, title: str):
+    """Learning-rate schedules, {name: the rate at steps 1, 2, ...}, on one axis (chapter 8's noam and
+    warmup-stable-decay)."""
+    import matplotlib.pyplot as plt
+
+    if not rates or not all(len(r) for r in rates.values()):
+        raise ValueError("rates must hold at least one schedule, each with at least one step")
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    for name, values in rates.items():
+        ax.plot(range(1, len(values) + 1), values, label=name)
+    ax.set(xlabel="optimizer step", ylabel="learning rate", title=title)
+    ax.legend()
     fig.tight_layout()
     return fig

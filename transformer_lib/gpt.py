@@ -4,7 +4,6 @@
 
 __all__ = [
     'GPTConfig',
-    'GELUFeedForward',
     'GPT',
     'leaks_future',
     'lm_sequences',
@@ -17,6 +16,7 @@ __all__ = [
     'KVCache',
     'filter_logits',
     'generate',
+    'GELUFeedForward',
     'from_gpt2',
 ]
 
@@ -31,15 +31,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from transformer_lib.checks import gpt as checks  # one line per entry point: its inputs, checked
 from transformer_lib.checks.core import check_int, check_ints
-from transformer_lib.checks.gpt import (check_all_read, check_cache_call, check_filter_inputs, check_generate_inputs,
-                                        check_gpt2_saved_masks, check_gpt2_source, check_gpt_config, check_gpt_options,
-                                        check_gpt_tokens, check_scores, check_shapes, hf_source)
 from transformer_lib.attention import scaled_dot_product_attention, subsequent_mask
 from transformer_lib.blocks import EncoderLayer, LayerNorm, PositionwiseFeedForward
-from transformer_lib.data import (BPE, SubwordTokenizer, Tokenizer, Vocab, bucket_batches, load_translation_data,
-                                  pre_tokens)
+from transformer_lib.data import BPE, SubwordTokenizer, Tokenizer, Vocab, bucket_batches, load_translation_data, pre_tokens
 from transformer_lib.embeddings import LearnedPositionalEmbedding, PositionalEncoding, TokenEmbedding
+from transformer_lib.runtime import eval_mode
 from transformer_lib.training import make_optimizer
 
 
@@ -61,25 +59,16 @@ class GPTConfig:
     scale_embeddings: bool = True  # token vectors times sqrt(d_model), as chapter 1's; GPT-2 does not scale
 
     def __post_init__(self):
-        check_gpt_config(self)
-        check_gpt_options(self)
+        checks.check_gpt_settings(self)  # sizes, and the options for GPT-2
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-class GELUFeedForward(PositionwiseFeedForward):
-    """Chapter 3's feed-forward network with GELU in its tanh approximation in place of the ReLU (GPT-2's)."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.w_2(self.dropout(F.gelu(self.w_1(x), approximate="tanh")))  # (B, L, d_model)
-
-
 # %% notebooks/10_gpt.ipynb cell 6
 class GPT(nn.Module):
-    """A decoder-only language model: chapter 3's pre-norm encoder layers under chapter 2's causal mask. Reads
-    tokens (B, T), T <= config.context; gives logits (B, T, vocab_size), row t scoring the token after tokens[:, : t + 1].
-    """
+    """A decoder-only language model: chapter 3's pre-norm encoder layers under chapter 2's causal mask. Tokens
+    (B, T), T <= config.context, give logits (B, T, vocab_size), row t scoring the token after tokens[:, : t + 1]."""
 
     def __init__(self, config: GPTConfig):
         super().__init__()
@@ -97,7 +86,7 @@ class GPT(nn.Module):
         self.lm_head.weight = self.embed.embedding.weight  # tied: one table reads and writes tokens
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        check_gpt_tokens(tokens, self.config)
+        checks.check_gpt_tokens(tokens, self.config)
         x = self.embed_tokens(tokens)  # (B, T, d_model)
         mask = subsequent_mask(tokens.size(1), tokens.device)  # (1, T, T): no position sees a later one
         for layer in self.layers:
@@ -105,8 +94,7 @@ class GPT(nn.Module):
         return self.lm_head(self.norm(x))  # (B, T, vocab_size)
 
     def embed_tokens(self, tokens: torch.Tensor, start: int = 0) -> torch.Tensor:
-        """(B, T) ids at positions start .. start + T - 1 as vectors (B, T, d_model): tokens plus positions, dropped out.
-        start > 0: the cache (section 4) feeds tokens at later positions."""
+        """(B, T) ids at positions start .. start + T - 1 (the cache's, section 4) as vectors (B, T, d_model)."""
         x = self.embed(tokens) if self.config.scale_embeddings else self.embed.embedding(tokens)  # (B, T, d_model)
         where = torch.arange(start, start + tokens.size(1), device=tokens.device)  # (T,)
         p = self.positions
@@ -122,8 +110,7 @@ def leaks_future(model: nn.Module, vocab_size: int, length: int = 12, seed: int 
     tokens = torch.randint(0, vocab_size, (2, length), generator=g)
     model.eval()
     for t in range(length - 1):
-        changed = tokens.clone()
-        changed[:, t + 1 :] = torch.randint(0, vocab_size, (2, length - t - 1), generator=g)
+        changed = torch.cat([tokens[:, : t + 1], torch.randint(0, vocab_size, (2, length - t - 1), generator=g)], 1)
         if not torch.allclose(model(tokens)[:, : t + 1], model(changed)[:, : t + 1], atol=1e-5):
             return True
     return False
@@ -152,8 +139,7 @@ class CaptionCorpus(NamedTuple):
 
 def caption_corpus(n_train: int | None = None, n_merges: int = 2000, context: int = 64, root=None,
                    download: bool = False) -> CaptionCorpus:
-    """The English side of Multi30k's train and val (the offline corpus where it cannot be had), as BPE ids;
-    the BPE is learned from the first n_train training captions alone."""
+    """Multi30k's English train and val (or the offline corpus) as ids of a BPE learned from n_train captions."""
     check_ints(n_merges=n_merges, context=context, **({} if n_train is None else {"n_train": n_train}))
     (train, source), (val, _) = (load_translation_data(split, root, download) for split in ("train", "val"))
     train, val = [en for _, en in train[:n_train]], [en for _, en in val]
@@ -176,10 +162,7 @@ def perplexity(model: GPT, batches, pad_idx: int) -> float:
     model.eval()
     total, n = 0.0, 0
     for b in batches:
-        logits = model(b.tgt_in)  # (B, T, V)
-        total += F.cross_entropy(logits.flatten(0, 1), b.tgt_out.flatten(), ignore_index=pad_idx,
-                                 reduction="sum").item()
-        n += b.n_tokens
+        total, n = total + lm_loss(model(b.tgt_in), b.tgt_out, pad_idx).item() * b.n_tokens, n + b.n_tokens
     return math.exp(total / n)
 
 
@@ -217,7 +200,7 @@ class KVCache:
 
     def __call__(self, tokens: torch.Tensor) -> torch.Tensor:
         m, L = self.model, tokens.size(1)
-        check_cache_call(tokens, m.config, self.t, self.batch)  # positions left, and the same sequences every call
+        checks.check_cache_call(tokens, m.config, self.t, self.batch)  # positions left, and the same sequences every call
         self.batch = tokens.size(0)
         x = m.embed_tokens(tokens, self.t)  # (B, L, d_model), at positions t .. t + L - 1
         query_pos = self.t + torch.arange(L, device=tokens.device)[:, None]  # (L, 1)
@@ -241,10 +224,8 @@ class KVCache:
 def filter_logits(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
                   top_p: float = 1.0) -> torch.Tensor:
     """Logits (B, V) divided by the temperature, -inf outside the top k and outside the nucleus (the fewest most
-    probable tokens whose probabilities reach top_p; the most probable always). Where the division overflows (a
-    temperature such as 1e-45, or float16 logits), each row is first shifted so that its largest logit is 0: the same
-    softmax, never NaN, and for a tiny temperature the most probable token alone, as greedy."""
-    check_filter_inputs(logits, temperature, top_k, top_p)
+    probable tokens whose probabilities reach top_p; the most probable always). Never NaN, however small the temperature."""
+    checks.check_filter_inputs(logits, temperature, top_k, top_p)
     scaled = logits / temperature
     if not torch.equal(scaled.isfinite(), logits.isfinite()):  # past the dtype's largest number: inf, then NaN
         shifted = logits - logits.amax(-1, keepdim=True)  # all <= 0: overflows to -inf only, and the largest stays
@@ -267,17 +248,15 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int, temperature:
              top_k: int | None = None, top_p: float = 1.0, end: int | None = None, greedy: bool = False,
              generator: torch.Generator | None = None) -> torch.Tensor:
     """max_new_tokens (B, n) after each prompt row (B, L), sampled with the cache; a row that wrote `end` repeats it.
-    The model decodes in eval mode and is given back in the mode it came in. model: chapter 10's GPT (with a
-    KVCache), or a model whose kv_cache() gives what a KVCache does (chapter 11's ModernGPT)."""
-    check_generate_inputs(model, prompt, max_new_tokens, end, GPT, temperature, top_k, top_p)
-    training, out = model.training, []
-    model.eval()
-    try:
+    model: a GPT (with a KVCache), or a model whose kv_cache() gives what a KVCache does (chapter 11's)."""
+    checks.check_generate_inputs(model, prompt, max_new_tokens, end, GPT, temperature, top_k, top_p)
+    out = []
+    with eval_mode(model):  # given back in the mode it came in, an error or not
         cache = KVCache(model) if isinstance(model, GPT) else model.kv_cache()
         done = torch.zeros(prompt.size(0), dtype=torch.bool, device=prompt.device)
         logits = cache(prompt)  # (B, V): the prefill
         for step in range(max_new_tokens):
-            check_scores(logits)
+            checks.check_scores(logits)
             if greedy:
                 token = logits.argmax(-1, keepdim=True)  # (B, 1)
             else:  # drawn in float32 at least: a half-precision model's logits too
@@ -290,19 +269,24 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int, temperature:
             if step + 1 == max_new_tokens or (end is not None and bool(done.all())):
                 break
             logits = cache(token)
-    finally:
-        model.train(training)  # a model that was training goes on training
     return torch.cat(out, 1)
 
 
 # %% notebooks/10_gpt.ipynb cell 40
+class GELUFeedForward(PositionwiseFeedForward):
+    """Chapter 3's feed-forward network with GELU in its tanh approximation in place of the ReLU (GPT-2's)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.w_2(self.dropout(F.gelu(self.w_1(x), approximate="tanh")))  # (B, L, d_model)
+
+
 def from_gpt2(source, config=None) -> GPT:
     """Our GPT holding the weights of a Hugging Face GPT2LMHeadModel, or of its state dict with its config (the
     config object or its to_dict()); in eval mode. Needs no transformers itself: it reads tensors and fields. Refuses
     a source it would not read whole: a tensor it does not read, other layers than the config's, another shape."""
-    state, get = hf_source(source, config, "GPT2LMHeadModel")
+    state, get = checks.hf_source(source, config, "GPT2LMHeadModel")
     prefix = "transformer." if "transformer.wte.weight" in state else ""
-    check_gpt2_source(get, state, prefix)  # the layers n_layer counts, GPT-2's options, every tensor named
+    checks.check_gpt2_source(get, state, prefix)  # the layers n_layer counts, GPT-2's options, every tensor named
     d = get("n_embd")
     model = GPT(GPTConfig(get("vocab_size"), get("n_layer"), d, get("n_head"), get("n_inner") or 4 * d,
                           get("resid_pdrop", 0.1), get("n_positions"), positions="learned", activation="gelu_tanh",
@@ -330,8 +314,8 @@ def from_gpt2(source, config=None) -> GPT:
         for theirs, mine in (("ln_1", "sublayers.0.norm"), ("ln_2", "sublayers.1.norm")):
             for p in ("weight", "bias"):
                 take(o + mine + "." + p, h + theirs + "." + p)
-    masks = check_gpt2_saved_masks(state, prefix)  # older transformers saved the causal mask: read, and dropped
-    check_all_read(state, {*origin.values(), "lm_head.weight", *masks}, "from_gpt2")
-    check_shapes(model, ours, origin)
+    masks = checks.check_gpt2_saved_masks(state, prefix)  # older transformers saved the causal mask: read, and dropped
+    checks.check_all_read(state, {*origin.values(), "lm_head.weight", *masks}, "from_gpt2")
+    checks.check_shapes(model, ours, origin)
     model.load_state_dict({k: v.detach().clone() for k, v in ours.items()})
     return model.eval()

@@ -18,6 +18,8 @@ It imports nothing from chapter 8: `train_translation` hands it the chapter's ow
 from __future__ import annotations
 
 import math
+import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, NamedTuple
 
@@ -26,16 +28,17 @@ import torch.distributed as dist
 from torch import nn
 
 from transformer_lib.checks import translation as checks
+from transformer_lib.checks.core import as_device
 from transformer_lib.checks.training import check_training_batch
 from transformer_lib.checkpoint import check_run_length, load_checkpoint
 from transformer_lib.data import bucket_batches, encode_pairs
 from transformer_lib.decoding import translate_tokens
-from transformer_lib.files import read_training_state, restore_training_state, save_training_state
+from transformer_lib.files import locked_folder, read_training_state, restore_training_state, save_training_state
 from transformer_lib.model import make_model
-from transformer_lib.runtime import all_reduce_sum, seed_everything
+from transformer_lib.runtime import all_reduce_sum, default_device, seed_everything
 from transformer_lib.training import LabelSmoothing, evaluate, loss_sum, make_optimizer, optimizer_step
 
-__all__ = ["WATCHED", "Tools", "processes", "distributed", "replica", "distributed_step", "build", "validation_batches",
+__all__ = ["WATCHED", "Tools", "Run", "start", "processes", "distributed", "replica", "distributed_step", "build", "validation_batches",
            "epoch_batches", "forecast", "forecast_line", "forecast_run", "resume", "save_epoch", "finish", "close"]
 
 
@@ -44,11 +47,76 @@ WATCHED = "Zwei junge Männer spielen auf einer Wiese Fußball."
 
 
 class Tools(NamedTuple):
-    """The chapter's own functions a run calls: chapter 8 passes save_checkpoint, average_checkpoints and
-    evaluate_bleu."""
+    """The chapter's own functions a run calls: chapter 8 passes save_checkpoint, average_checkpoints,
+    evaluate_bleu, prepare_data and wsd_rate."""
     save: Callable  # save_checkpoint(path, model, src_vocab, tgt_vocab, tokenizers=..., **info)
     average: Callable  # average_checkpoints(paths, device) -> (model, src_vocab, tgt_vocab, info)
     score: Callable  # evaluate_bleu(model, pairs, src_tok, src_vocab, tgt_vocab, beam_size, ...) -> BleuScore
+    prepare: Callable | None = None  # prepare_data(recipe) -> TranslationData, for a run not given its data
+    rate: Callable | None = None  # wsd_rate(step, total, d_model, factor, warmup, cooldown), for a recipe's cooldown
+
+
+# ---- a run around chapter 8's loop
+
+
+class Run:
+    """What a training run holds from its start to its end, around chapter 8's loop (made by `start`): the data, the
+    model, loss, optimizer and schedule the recipe builds, this process's place among the processes, the history,
+    and what an epoch needs (`epochs`, `autocast`, `batches`, `end_epoch`) and the run's end (`finish`)."""
+
+    def __init__(self, recipe, out_dir: Path, data, device, speedup, resume_run: bool, rank: int, world: int, log,
+                 tools: Tools):
+        self.recipe, self.out_dir, self.device, self.rank, self.world = recipe, out_dir, device, rank, world
+        self.log, self.tools = log, tools
+        self.data = data if data is not None else tools.prepare(recipe)
+        self.model, self.criterion, self.optimizer, self.scheduler, self.bf16 = build(
+            recipe, self.data, device, speedup, world, tools.rate)
+        self.ema = moving_average(recipe, self.model, self.optimizer)  # None, or updated by every optimizer step
+        self.trained, self.step_fn = replica(self.model)  # several processes: a DistributedDataParallel replica each
+        self.val_batches = validation_batches(recipe, self.data, device)
+        self.done, self.history, self.seconds = 0, [], 0.0
+        if resume_run:  # after the last finished epoch, if the folder holds a training state
+            self.done, self.history, self.seconds = resume(out_dir, recipe, self.data, self.model, self.optimizer,
+                                                           self.scheduler, log, self.ema)
+        self._started = None
+
+    def epochs(self):
+        """The epochs left to train, each timed from here to its end_epoch."""
+        for epoch in range(self.done + 1, self.recipe.epochs + 1):
+            self._started = time.perf_counter()
+            yield epoch
+
+    def autocast(self):
+        """bfloat16 autocast where the recipe and hardware train in it. No weight cache: one cache for the epoch
+        would reuse the first step's bfloat16 weights in every step."""
+        return torch.autocast(self.device.type, torch.bfloat16, enabled=self.bf16, cache_enabled=False)
+
+    def batches(self, epoch: int) -> list:
+        """This process's batches of the epoch (epoch_batches)."""
+        return epoch_batches(self.recipe, self.data, epoch, self.rank, self.world, self.device)
+
+    def end_epoch(self, epoch: int, train_loss: float, val_loss: float) -> None:
+        """The epoch's time; then, on process 0 alone, its scores, log line and files (save_epoch)."""
+        self.seconds += time.perf_counter() - self._started
+        if self.rank == 0:
+            save_epoch(self.out_dir, self.recipe, self.data, self.model, self.optimizer, self.scheduler, self.history,
+                       self.log, self.tools, epoch, self.seconds, train_loss, val_loss, self.ema)
+
+    def finish(self) -> tuple[nn.Module, dict, Path]:
+        """The run's end (close): (the kept model, the scores, its path)."""
+        return close(self.recipe, self.out_dir, self.data, self.model, self.history, self.rank, self.device, self.log,
+                     self.tools)
+
+
+@contextmanager
+def start(recipe, out_dir, data, device, speedup, resume_run: bool, log, tools: Tools):
+    """A Run of `recipe` in the folder `out_dir`, held while the block runs: process 0 locks the folder against a
+    second training (transformer_lib.files.locked_folder); under torch.distributed only process 0 logs. `device`
+    None: default_device()."""
+    device = as_device("device", device) if device is not None else default_device()
+    rank, world, log = processes(log)  # one process, or one of several under torch.distributed
+    with locked_folder(out_dir, lock=rank == 0) as folder:  # a second training on the folder is refused
+        yield Run(recipe, folder, data, device, speedup, resume_run, rank, world, log, tools)
 
 
 # ---- processes

@@ -25,7 +25,7 @@ __all__ = ["BUDGETS", "BUDGET_ENV", "default_device", "torch_threads", "run_budg
            "machine", "report", "share_cores", "free_threads", "busy_seconds",
            "process_seconds", "own_cpus", "other_cores", "SHARE_ENV", "share_cores_in_command", "cpu_has_bf16",
            "cpu_has_vnni",
-           "matmul_peak", "StepBar"]
+           "matmul_peak", "StepBar", "eval_mode"]
 
 BUDGETS = ("smoke", "cpu", "full")
 BUDGET_ENV = "BOOK_BUDGET"
@@ -82,6 +82,17 @@ def run_budget(name: str | None = None) -> str:
     if name not in BUDGETS:
         raise ValueError(f"{source}={name!r} is not a run budget; choose one of {', '.join(BUDGETS)} (or auto)")
     return name
+
+
+@contextmanager
+def eval_mode(model: torch.nn.Module):
+    """The model in eval mode inside the block, given back in the mode it came in (whether the block raised or not)."""
+    training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(training)
 
 
 def seed_everything(seed: int = 0) -> None:

@@ -5,8 +5,6 @@
 __all__ = [
     'Recipe',
     'RECIPES',
-    'CPU_FLOAT32',
-    'budget_recipe',
     'TranslationData',
     'prepare_data',
     'save_checkpoint',
@@ -24,6 +22,8 @@ __all__ = [
     'train_translation',
     'Pretrained',
     'pretrained',
+    'CPU_FLOAT32',
+    'budget_recipe',
 ]
 
 # %% notebooks/08_translation.ipynb cell 3
@@ -38,15 +38,16 @@ from typing import NamedTuple
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-from transformer_lib import runs  # processes, resuming, locks and atomic saves: a run's machinery
+from transformer_lib import runs  # a run's machinery: processes, resuming, locks and files (hand-written)
 from transformer_lib.attention import padding_mask, subsequent_mask
 from transformer_lib.checks import translation as checks  # one line per entry point: its inputs, checked
-from transformer_lib.checks.core import as_device, as_dtype, as_paths
-from transformer_lib.checkpoint import check_checkpoint, check_hypotheses, load_checkpoint, pretrained_path, scoring_tokenizer
+from transformer_lib.checks.core import as_dtype, as_paths
+from transformer_lib.checkpoint import (check_checkpoint, check_hypotheses, load_checkpoint, model_tokenizers,
+                                        pretrained_path, scoring_tokenizer)
 from transformer_lib.data import (SubwordTokenizer, Tokenizer, Vocab, bucket_batches, detokenize,
                                   load_translation_data, subword_tokenizers, tokenizer_from_dict)
 from transformer_lib.decoding import translate_tokens
-from transformer_lib.files import JsonFile, locked_folder, write_safetensors
+from transformer_lib.files import JsonFile, write_safetensors
 from transformer_lib.model import EncoderDecoder, ModelConfig, make_model
 from transformer_lib.runtime import default_device, seed_everything
 from transformer_lib.training import LabelSmoothing, evaluate, train_epoch
@@ -108,15 +109,6 @@ RECIPES = {
     # the shipped model: BPE (4,000 merges, one vocabulary, tied), 30 epochs on chapter 9's fast path (section 5)
     "full": Recipe(subwords=4000, epochs=30, factor=0.7, warmup=800, fast=True),
 }
-# `cpu` on a CPU without bfloat16 in hardware: the record in float32 takes an eighth epoch to reach 40 on test2016
-# (chapter 9's speedrun measured it beside the record, on one machine)
-CPU_FLOAT32 = replace(RECIPES["cpu"], bf16=False, epochs=8)
-
-
-def budget_recipe(budget: str, bf16_hardware: bool = True) -> Recipe:
-    """RECIPES[budget], or CPU_FLOAT32 for `cpu` where the hardware has no bfloat16 (chapter 9's has_bf16 says)."""
-    checks.check_budget_recipe(budget, RECIPES, bf16_hardware)
-    return CPU_FLOAT32 if budget == "cpu" and not bf16_hardware else RECIPES[budget]
 
 
 # %% notebooks/08_translation.ipynb cell 10
@@ -157,13 +149,8 @@ def prepare_data(recipe: Recipe, root=None, download: bool = True) -> Translatio
 # %% notebooks/08_translation.ipynb cell 14
 def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab, dtype: torch.dtype | None = None,
                     tokenizers: tuple | None = None, **info) -> Path:
-    """Write one .safetensors file: the weights (a tied tensor once), and as metadata the model's ModelConfig,
-    both vocabularies, both tokenizers (default: the model's, or words) and `info` (JSON, e.g. step, validation loss).
-
-    `dtype` (e.g. torch.float16 or "float16") stores the weights in that type, half the size for float16; load_checkpoint
-    turns them back into the model's float32. The file is written atomically and carries a sha256 of its
-    contents, so that a file damaged later is refused (transformer_lib.files). Loading it runs no pickle.
-    """
+    """One .safetensors file: the weights (stored as `dtype` if given), and as metadata the config, vocabularies,
+    tokenizers and `info` (JSON). Written atomically, with a sha256 of its contents (transformer_lib.files)."""
     from safetensors.torch import save_model
 
     tokenizers, info = check_checkpoint(model, src_vocab, tgt_vocab, info, tokenizers)  # what loading would refuse
@@ -176,8 +163,7 @@ def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab, dtype: torc
 
 # %% notebooks/08_translation.ipynb cell 19
 def average_checkpoints(paths, device="cpu"):
-    """(model, src_vocab, tgt_vocab, info) whose weights are the mean of the checkpoints' weights; the checkpoints
-    must share config and vocabularies (the last epochs of one run); info is the last one's."""
+    """(model, src_vocab, tgt_vocab, info) holding the mean of the weights of checkpoints of one config and vocabulary."""
     paths = as_paths("paths", paths)  # at least one
     model, src_vocab, tgt_vocab, info = load_checkpoint(paths[-1], device)
     total = {k: v.double() for k, v in model.state_dict().items()}
@@ -194,30 +180,22 @@ def average_checkpoints(paths, device="cpu"):
 # %% notebooks/08_translation.ipynb cell 23
 def translate(model, sentence, beam_size: int = 5, src_vocab: Vocab | None = None, tgt_vocab: Vocab | None = None,
               lower: bool | None = None):
-    """Translate a raw German sentence (or a list of them) into English text.
-
-    The vocabularies default to those the model carries after train_translation or load_checkpoint.
-    A model trained on Multi30k, such as pretrained()'s, knows its domain, captions of photographs: people, animals,
-    places and actions, in short sentences. Other German, such as everyday talk, comes out as nonsense, and for the
-    shipped model translate() says so: an UnfamiliarSentence warning for each sentence whose translation scores below
-    UNFAMILIAR_BELOW (logprob_per_token).
-    """
+    """A raw German sentence (or a list of them) in English, by the vocabularies the model carries unless given. A
+    model trained on Multi30k knows captions of photographs: people, animals, places and actions, in short sentences;
+    for the shipped model, translate() warns (UnfamiliarSentence) for each sentence unlike them (section 6)."""
     checks.check_carried_vocabs(model, src_vocab, tgt_vocab)
     src_vocab, tgt_vocab = src_vocab or model.vocabs[0], tgt_vocab or model.vocabs[1]  # translate_tokens checks them
-    lower = getattr(model, "lower", True) if lower is None else lower
-    src_tok, tgt_tok = getattr(model, "tokenizers", None) or (Tokenizer("de", lower), Tokenizer("en", lower))
-    src_tok = src_tok if src_tok.lower == lower else tokenizer_from_dict({**src_tok.to_dict(), "lower": lower})
+    src_tok, tgt_tok = model_tokenizers(model, lower)  # the model's, else whole words; lowercased as `lower` says
     single = isinstance(sentence, str)
     sentences = checks.check_strings([sentence] if single else sentence)  # a list of str, each valid Unicode
     tokens = translate_tokens(model, sentences, src_tok, src_vocab, tgt_vocab, beam_size)
-    below = getattr(model, "unfamiliar_below", None)  # pretrained() sets it (section 6); a model of yours has none
-    if below is not None:
-        warn_unfamiliar(model, sentences, tokens, src_tok, src_vocab, tgt_vocab, below)
+    if getattr(model, "unfamiliar_below", None) is not None:  # pretrained() sets it (section 6); yours has none
+        warn_unfamiliar(model, sentences, tokens, src_tok, src_vocab, tgt_vocab, model.unfamiliar_below)
     texts = [tgt_tok.detokenize(t) for t in tokens]
     return texts[0] if single else texts
 
 
-# %% notebooks/08_translation.ipynb cell 24
+# %% notebooks/08_translation.ipynb cell 25
 @torch.no_grad()
 def logprob_per_token(model, src_ids: list[list[int]], tgt_ids: list[list[int]], src_pad: int, tgt_vocab) -> list[float]:
     """How sure the model is of each translation: the mean log-probability it gives the translation's tokens and its
@@ -266,7 +244,7 @@ def warn_unfamiliar(model, sentences, tokens, src_tok, src_vocab, tgt_vocab, bel
     return scores
 
 
-# %% notebooks/08_translation.ipynb cell 26
+# %% notebooks/08_translation.ipynb cell 27
 @dataclass
 class BleuScore:
     """BLEU two ways: sacreBLEU on detokenized text, and on the tokenized, lowercased text tutorials report."""
@@ -280,14 +258,8 @@ class BleuScore:
 
 
 def bleu(hypotheses: list[list[str]], references: list[str], lowercase: bool = True, tgt_tok=None) -> BleuScore:
-    """Score hypothesis tokens against raw reference sentences; tgt_tok (default: whole words) made the tokens.
-
-    sacreBLEU detokenizes the hypotheses and applies its own standard tokenization (13a) to both sides,
-    case-insensitive when `lowercase` (our models translate lowercased text); like the text translate() prints, the
-    detokenized hypotheses leave <unk> out. The tokenized score splits the references with the spaCy tokenizer,
-    lowercased, and compares tokens as they are, <unk> included (a token no reference has): the metric of the
-    tutorials (torchtext's bleu_score). Subword hypotheses are decoded and cut into spaCy's tokens first.
-    """
+    """Hypothesis tokens (made by tgt_tok, default whole words) against raw references: sacreBLEU on detokenized text
+    (13a, <unk> left out), and BLEU on spaCy's lowercased tokens (<unk> kept), as the tutorials report it."""
     from sacrebleu.metrics import BLEU
 
     checks.check_bleu_inputs(hypotheses, references)
@@ -310,7 +282,7 @@ def evaluate_bleu(model, pairs: list[tuple[str, str]], src_tok: Tokenizer, src_v
     return bleu(hyps, [en for _, en in pairs], lowercase, tgt_tok)
 
 
-# %% notebooks/08_translation.ipynb cell 32
+# %% notebooks/08_translation.ipynb cell 33
 def wsd_rate(step: int, total: int, d_model: int, factor: float, warmup: int, cooldown: float) -> float:
     """Warmup, stable, decay: the rate climbs linearly for `warmup` steps to the peak chapter 5's rate reaches there
     (factor * d_model^-0.5 * warmup^-0.5), stays at it, and falls linearly over the last `cooldown` share of the
@@ -320,7 +292,7 @@ def wsd_rate(step: int, total: int, d_model: int, factor: float, warmup: int, co
     return peak * max(0.0, min(step / warmup, 1.0, (total - step + 1) / (cooldown * total)))
 
 
-# %% notebooks/08_translation.ipynb cell 35
+# %% notebooks/08_translation.ipynb cell 36
 @dataclass
 class TrainingRun:
     """What train_translation returns: the chosen model, and how it got there."""
@@ -331,53 +303,27 @@ class TrainingRun:
     path: Path  # the checkpoint of the kept model
 
 
-# %% notebooks/08_translation.ipynb cell 37
+# %% notebooks/08_translation.ipynb cell 38
 def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = None, resume: bool = True,
                       device=None, progress=True, log=print, speedup=None) -> TrainingRun:
-    """Train a translation model by `recipe`, writing checkpoints to `out_dir`.
-
-    Every epoch ends with the validation loss (and, every `bleu_every` epochs, greedy validation BLEU), a
-    checkpoint of the model (`epoch_NNN.safetensors`, the last `average_last` kept) and the training state
-    (`state.safetensors`). With `resume`, a stopped run continues from its last finished epoch and ends where an
-    uninterrupted run ends. At the end, the best on validation BLEU (beam search) of the last epoch, the average
-    of the last `average_last` and a recipe's moving average (`ema`) is written to `model.safetensors`.
-
-    Under torch.distributed (e.g. torchrun) each process trains a DistributedDataParallel replica on its share of
-    the batches (a step sees N x accum_steps batches); process 0 alone evaluates BLEU and writes files. A fast
-    recipe needs `speedup(model, criterion, device) -> (model, criterion, bf16)`, e.g. chapter 9's `speed_up`.
-    The machinery lives in transformer_lib.runs.
-    """
+    """Train a translation model by `recipe`, an epoch's checkpoint and training state at a time in `out_dir`, then keep
+    the best on validation BLEU of the last epoch and the averages (model.safetensors). The list above says the rest;
+    the machinery (processes, resuming, files) lives in transformer_lib.runs."""
     checks.check_training_run(recipe, Recipe, data, TranslationData, out_dir, speedup)
-    device = as_device("device", device) if device is not None else default_device()
-    rank, world, log = runs.processes(log)  # one process, or one of several under torch.distributed
-    tools = runs.Tools(save_checkpoint, average_checkpoints, evaluate_bleu)  # how a run saves, averages, scores
-    with locked_folder(out_dir, lock=rank == 0) as out_dir:  # a second training on the folder is refused
-        data = data if data is not None else prepare_data(recipe)
-        model, criterion, optimizer, scheduler, bf16 = runs.build(recipe, data, device, speedup, world, wsd_rate)
-        ema = runs.moving_average(recipe, model, optimizer)  # None, or an average the optimizer updates every step
-        trained, step_fn = runs.replica(model)  # several processes: a DistributedDataParallel replica each
-        val_batches = runs.validation_batches(recipe, data, device)
-        done, history, seconds = 0, [], 0.0
-        if resume:  # after the last finished epoch, if the folder holds a training state
-            done, history, seconds = runs.resume(out_dir, recipe, data, model, optimizer, scheduler, log, ema)
-        for epoch in range(done + 1, recipe.epochs + 1):
-            start = time.perf_counter()
-            # no weight cache: one cache for the epoch would reuse the first step's bfloat16 weights in every step
-            with torch.autocast(device.type, torch.bfloat16, enabled=bf16, cache_enabled=False):
-                batches = runs.epoch_batches(recipe, data, epoch, rank, world, device)
-                train_loss = train_epoch(trained, batches, criterion, optimizer, scheduler, recipe.accum_steps,
-                                         recipe.clip_norm, progress=progress and rank == 0, desc=f"epoch {epoch}",
-                                         step_fn=step_fn)
-            val_loss = evaluate(model, val_batches, criterion)
-            seconds += time.perf_counter() - start
-            if rank == 0:  # process 0 alone scores and writes files
-                runs.save_epoch(out_dir, recipe, data, model, optimizer, scheduler, history, log, tools, epoch,
-                                seconds, train_loss, val_loss, ema)
-        model, scores, path = runs.close(recipe, out_dir, data, model, history, rank, device, log, tools)
-    return TrainingRun(model, data, history, scores, path)
+    tools = runs.Tools(save_checkpoint, average_checkpoints, evaluate_bleu, prepare_data, wsd_rate)  # this chapter's
+    with runs.start(recipe, out_dir, data, device, speedup, resume, log, tools) as run:  # locked, resumed if it can
+        for epoch in run.epochs():  # those after the last finished one
+            with run.autocast():  # bfloat16 on the fast path, where the hardware has it
+                train_loss = train_epoch(run.trained, run.batches(epoch), run.criterion, run.optimizer, run.scheduler,
+                                         recipe.accum_steps, recipe.clip_norm, progress=progress and run.rank == 0,
+                                         desc=f"epoch {epoch}", step_fn=run.step_fn)
+            val_loss = evaluate(run.model, run.val_batches, run.criterion)
+            run.end_epoch(epoch, train_loss, val_loss)  # history, greedy BLEU, the checkpoint and training state
+        model, scores, path = run.finish()  # the last epoch or an average, whichever scores better on validation
+    return TrainingRun(model, run.data, run.history, scores, path)
 
 
-# %% notebooks/08_translation.ipynb cell 56
+# %% notebooks/08_translation.ipynb cell 57
 class Pretrained(NamedTuple):
     """The shipped model with what it needs to read German and write English."""
     model: EncoderDecoder  # carries its vocabularies and tokenizers, so translate(model, sentence) works
@@ -387,13 +333,21 @@ class Pretrained(NamedTuple):
 
 
 def pretrained(device="cpu") -> Pretrained:
-    """The German-to-English model this book trained with RECIPES["full"], shipped inside the package.
-
-    A float16 safetensors file (no pickle) holding the weights, the config and both vocabularies; the model comes
-    back in float32 and eval mode.
-    """
+    """The German-to-English model RECIPES["full"] trained, shipped in the package as float16 safetensors; in eval mode."""
     path = pretrained_path()
     checks.check_shipped_model(path)
     model, _, _, info = load_checkpoint(path, device)
     model.unfamiliar_below = UNFAMILIAR_BELOW  # translate() warns below it (section 6)
     return Pretrained(model, *model.tokenizers, info)
+
+
+# %% notebooks/08_translation.ipynb cell 79
+# `cpu` on a CPU without bfloat16 in hardware: the record in float32 takes an eighth epoch to reach 40 on test2016
+# (chapter 9's speedrun measured it beside the record, on one machine)
+CPU_FLOAT32 = replace(RECIPES["cpu"], bf16=False, epochs=8)
+
+
+def budget_recipe(budget: str, bf16_hardware: bool = True) -> Recipe:
+    """RECIPES[budget], or CPU_FLOAT32 for `cpu` where the hardware has no bfloat16 (chapter 9's has_bf16 says)."""
+    checks.check_budget_recipe(budget, RECIPES, bf16_hardware)
+    return CPU_FLOAT32 if budget == "cpu" and not bf16_hardware else RECIPES[budget]

@@ -5,13 +5,43 @@ Splits, text, vocabularies, token lists, examples for batching, and BPE's merges
 """
 from __future__ import annotations
 
+import functools
+
 from transformer_lib.checks.core import check_int, check_probability, check_unicode
 
 __all__ = [
     "check_split", "check_text", "check_vocab_tokens", "check_token_lists", "check_token_list", "check_symbols",
-    "check_vocab_id",
+    "check_vocab_id", "check_vocab_ids",
     "check_examples", "check_word_counts", "check_bpe", "check_dropout_tokenizers", "check_tokenizer_dict",
+    "blank_pipeline", "check_pairs", "check_words_to_learn",
 ]
+
+
+@functools.cache
+def blank_pipeline(lang: str):
+    """Tokenizer's spaCy pipeline: spacy.blank(lang), made once a process and shared (making one takes a third of a
+    second); a ValueError naming `lang` where spaCy has no such language."""
+    import spacy
+
+    try:
+        return spacy.blank(lang)
+    except (ImportError, TypeError) as err:  # spaCy raises ImportError for a language it does not have
+        raise ValueError(f"lang={lang!r} is not a language spaCy knows; use a code such as 'de' or 'en' "
+                         f"({type(err).__name__}: {err})") from None
+
+
+def check_pairs(pairs) -> list:
+    """subword_tokenizers' training pairs as a list, each a (German, English) pair."""
+    pairs = list(pairs)
+    if not all(isinstance(p, (tuple, list)) and len(p) == 2 for p in pairs):
+        raise TypeError("pairs must be (German, English) sentence pairs, the training split")
+    return pairs
+
+
+def check_words_to_learn(word_counts, n_pairs: int) -> None:
+    """subword_tokenizers' counted pre-tokens: some, or BPE would learn nothing and cut every word to letters."""
+    if not word_counts:
+        raise ValueError(f"pairs hold no words to learn merges from ({n_pairs} pairs); pass the training pairs")
 
 
 def check_split(split, splits) -> None:
@@ -65,6 +95,12 @@ def check_vocab_id(i: int, size: int) -> None:
     """Vocab.decode's ids: each in [0, size)."""
     if not 0 <= i < size:
         raise ValueError(f"ids must lie in [0, {size}), the vocabulary's size; got {i}")
+
+
+def check_vocab_ids(ids: list, size: int) -> None:
+    """Vocab.decode's ids (up to </s>): each in [0, size)."""
+    for i in ids:
+        check_vocab_id(i, size)
 
 
 def check_examples(examples) -> None:

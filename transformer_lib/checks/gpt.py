@@ -13,7 +13,7 @@ from transformer_lib.checks.core import (check_int, check_ints, check_number, ch
                                          check_token_ids)
 from transformer_lib.checks.attention import check_heads
 
-__all__ = ["check_gpt_config", "check_gpt_options", "check_norm_options", "check_gpt_tokens", "check_sampling",
+__all__ = ["check_gpt_config", "check_gpt_options", "check_gpt_settings", "check_norm_options", "check_gpt_tokens", "check_sampling",
            "check_generate", "check_logits", "check_scores", "check_cache_batch", "hf_source", "check_gpt2_config",
            "check_gpt2_source", "check_source_layers", "check_gpt2_saved_masks", "check_all_read", "check_shapes",
            "check_filter_inputs", "check_generate_inputs", "check_cache_call"]
@@ -39,6 +39,12 @@ def check_gpt_options(config) -> None:
         if getattr(config, name) not in allowed:
             raise ValueError(f"{name} must be one of {allowed}, got {getattr(config, name)!r}")
     check_norm_options(config)
+
+
+def check_gpt_settings(config) -> None:
+    """GPTConfig, whole: its sizes (check_gpt_config) and its options for GPT-2 (check_gpt_options)."""
+    check_gpt_config(config)
+    check_gpt_options(config)
 
 
 def hf_source(source, config, model_class: str):
