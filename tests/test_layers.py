@@ -150,7 +150,8 @@ def _free_reads(node, bound: frozenset = frozenset()) -> set[str]:
             inner |= {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, *filter(None, [a.vararg, a.kwarg])]}
         inner |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         bound = bound | inner
-    reads = {node.id} if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in bound else set()
+    load = isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+    reads = {node.id} if load and node.id not in bound else set()
     for child in ast.iter_child_nodes(node):
         reads |= _free_reads(child, bound)
     return reads

@@ -23,7 +23,8 @@ from transformer_lib.files import load_tensors, read_safetensors
 __all__ = [
     "PRETRAINED_FILE", "pretrained_path", "load_checkpoint", "check_checkpoint", "check_checkpoint_metadata",
     "read_checkpoint_metadata", "read_checkpoint_tokenizers", "check_checkpoint_shapes", "check_checkpoint_vocabs", "read_checkpoint",
-    "check_carried", "check_tokenizer_fits", "is_subword_vocab", "scoring_tokenizer", "model_tokenizers", "check_hypotheses",
+    "check_carried", "check_tokenizer_fits", "is_subword_vocab", "scoring_tokenizer", "model_tokenizers",
+    "check_hypotheses",
     "check_run_length", "check_translate_tokens",
 ]
 

@@ -35,7 +35,8 @@ from transformer_lib.checks import gpt as checks  # one line per entry point: it
 from transformer_lib.checks.core import check_int, check_ints
 from transformer_lib.attention import scaled_dot_product_attention, subsequent_mask
 from transformer_lib.blocks import EncoderLayer, LayerNorm, PositionwiseFeedForward
-from transformer_lib.data import BPE, SubwordTokenizer, Tokenizer, Vocab, bucket_batches, load_translation_data, pre_tokens
+from transformer_lib.data import BPE, SubwordTokenizer, Tokenizer, Vocab, bucket_batches, pre_tokens
+from transformer_lib.data import load_translation_data
 from transformer_lib.embeddings import LearnedPositionalEmbedding, PositionalEncoding, TokenEmbedding
 from transformer_lib.runtime import eval_mode
 from transformer_lib.training import make_optimizer
@@ -200,7 +201,7 @@ class KVCache:
 
     def __call__(self, tokens: torch.Tensor) -> torch.Tensor:
         m, L = self.model, tokens.size(1)
-        checks.check_cache_call(tokens, m.config, self.t, self.batch)  # positions left, and the same sequences every call
+        checks.check_cache_call(tokens, m.config, self.t, self.batch)  # positions left, the same sequences each call
         self.batch = tokens.size(0)
         x = m.embed_tokens(tokens, self.t)  # (B, L, d_model), at positions t .. t + L - 1
         query_pos = self.t + torch.arange(L, device=tokens.device)[:, None]  # (L, 1)
@@ -223,8 +224,8 @@ class KVCache:
 # %% notebooks/10_gpt.ipynb cell 25
 def filter_logits(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
                   top_p: float = 1.0) -> torch.Tensor:
-    """Logits (B, V) divided by the temperature, -inf outside the top k and outside the nucleus (the fewest most
-    probable tokens whose probabilities reach top_p; the most probable always). Never NaN, however small the temperature."""
+    """Logits (B, V) divided by the temperature, -inf outside the top k and the nucleus (the fewest most probable
+    tokens whose probabilities reach top_p; the most probable always). Never NaN, however small the temperature."""
     checks.check_filter_inputs(logits, temperature, top_k, top_p)
     scaled = logits / temperature
     if not torch.equal(scaled.isfinite(), logits.isfinite()):  # past the dtype's largest number: inf, then NaN

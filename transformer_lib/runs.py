@@ -38,7 +38,8 @@ from transformer_lib.model import make_model
 from transformer_lib.runtime import all_reduce_sum, default_device, seed_everything
 from transformer_lib.training import LabelSmoothing, evaluate, loss_sum, make_optimizer, optimizer_step
 
-__all__ = ["WATCHED", "Tools", "Run", "start", "processes", "distributed", "replica", "distributed_step", "build", "validation_batches",
+__all__ = ["WATCHED", "Tools", "Run", "start", "processes", "distributed", "replica", "distributed_step", "build",
+           "validation_batches",
            "epoch_batches", "forecast", "forecast_line", "forecast_run", "resume", "save_epoch", "finish", "close"]
 
 

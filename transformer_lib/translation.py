@@ -163,7 +163,7 @@ def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab, dtype: torc
 
 # %% notebooks/08_translation.ipynb cell 19
 def average_checkpoints(paths, device="cpu"):
-    """(model, src_vocab, tgt_vocab, info) holding the mean of the weights of checkpoints of one config and vocabulary."""
+    """(model, src_vocab, tgt_vocab, info): the mean of the weights of checkpoints of one config and vocabulary."""
     paths = as_paths("paths", paths)  # at least one
     model, src_vocab, tgt_vocab, info = load_checkpoint(paths[-1], device)
     total = {k: v.double() for k, v in model.state_dict().items()}
@@ -333,7 +333,7 @@ class Pretrained(NamedTuple):
 
 
 def pretrained(device="cpu") -> Pretrained:
-    """The German-to-English model RECIPES["full"] trained, shipped in the package as float16 safetensors; in eval mode."""
+    """The German-to-English model RECIPES["full"] trained, shipped as float16 safetensors; in eval mode."""
     path = pretrained_path()
     checks.check_shipped_model(path)
     model, _, _, info = load_checkpoint(path, device)

@@ -209,7 +209,8 @@ def _check_output(data: dict, place: _Place, at: str, site_pages: set[str]) -> N
             if found := (refused(text) if mime == "text/html" else svg_loads(text)):
                 raise SiteError(f"{at}: an output ({mime}) with what the site's allowlist leaves out: "
                                 f"{', '.join(found[:4])}; a page shows and loads only what the allowlist keeps")
-            if mime == "text/html" and (found := [a for a in _hrefs(text, images=True) if not _MEDIA.match(_address(a))]):
+            pictures = _hrefs(text, images=True) if mime == "text/html" else []
+            if found := [a for a in pictures if not _MEDIA.match(_address(a))]:
                 raise SiteError(f"{at}: an output (text/html) shows the picture {found[0]}; an output's pictures are "
                                 "data: pictures")
             for href in _hrefs(text):

@@ -13,7 +13,8 @@ from transformer_lib.checks.core import (check_int, check_ints, check_number, ch
                                          check_token_ids)
 from transformer_lib.checks.attention import check_heads
 
-__all__ = ["check_gpt_config", "check_gpt_options", "check_gpt_settings", "check_norm_options", "check_gpt_tokens", "check_sampling",
+__all__ = ["check_gpt_config", "check_gpt_options", "check_gpt_settings", "check_norm_options", "check_gpt_tokens",
+           "check_sampling",
            "check_generate", "check_logits", "check_scores", "check_cache_batch", "hf_source", "check_gpt2_config",
            "check_gpt2_source", "check_source_layers", "check_gpt2_saved_masks", "check_all_read", "check_shapes",
            "check_filter_inputs", "check_generate_inputs", "check_cache_call"]
