@@ -1312,7 +1312,7 @@ def test_planted_scripts_outside_loads_and_javascript_links_are_inert_on_the_bui
     assert {form for _, form in let_through} <= {*PLANTED_TEX.values(), PLANTED["a javascript: link with entities"]}
     for module in (site_chapters, site_markdown):  # the build's own checks off: the page alone must hold
         monkeypatch.setattr(module, "refused", lambda html: [])
-        monkeypatch.setattr(module, "_hrefs", lambda html, images=False: [])
+        monkeypatch.setattr(module, "_hrefs", lambda html: ([], []))
     let_through = [(place, form) for place, form in tries if place != "image/svg+xml"]  # an SVG is published as a PNG
     (tmp_path / "book").mkdir()
     book = _planted_book(tmp_path / "book", let_through)

@@ -206,14 +206,17 @@ def _check_output(data: dict, place: _Place, at: str, site_pages: set[str]) -> N
     for mime in ("text/html", "image/svg+xml"):
         if mime in data:
             text = _text(data[mime])
-            if found := (refused(text) if mime == "text/html" else svg_loads(text)):
-                raise SiteError(f"{at}: an output ({mime}) with what the site's allowlist leaves out: "
+            if mime == "image/svg+xml" and (found := svg_loads(text)):
+                raise SiteError(f"{at}: an output (image/svg+xml) that names {', '.join(found[:4])} outside itself; "
+                                "a picture draws only from what it holds")
+            if mime == "text/html" and (found := refused(text)):
+                raise SiteError(f"{at}: an output (text/html) with what the site's allowlist leaves out: "
                                 f"{', '.join(found[:4])}; a page shows and loads only what the allowlist keeps")
-            pictures = _hrefs(text, images=True) if mime == "text/html" else []
-            if found := [a for a in pictures if not _MEDIA.match(_address(a))]:
+            links, pictures = _hrefs(text)
+            if mime == "text/html" and (found := [a for a in pictures if not _MEDIA.match(_address(a))]):
                 raise SiteError(f"{at}: an output (text/html) shows the picture {found[0]}; an output's pictures are "
                                 "data: pictures")
-            for href in _hrefs(text):
+            for href in links:
                 if not re.match(r"^(?:https?:|mailto:|#|$)", _address(href), re.I):
                     raise SiteError(f"{at}: an output ({mime}) links to {href}; outputs link only to web addresses "
                                     "and anchors")

@@ -215,9 +215,10 @@ def _check_markdown(text: str, place: _Place, at: str, site_pages: set[str]) -> 
                 refuse(f"the MyST role {{{token.meta.get('name', '?')}}}; the site runs no role from the book's text")
             if token.type in ("html_block", "html_inline"):
                 raw.append(token.content)  # checked whole below: an inline element's tags are tokens of their own
-                for href in _hrefs(token.content):
+                links, pictures = _hrefs(token.content)
+                for href in links:
                     relative_target(_address(href), False)
-                for src in _hrefs(token.content, images=True):
+                for src in pictures:
                     relative_target(_address(src), True)
             if token.type == "link_open":
                 relative_target(_address(token.attrGet("href") or ""), False)

@@ -109,9 +109,9 @@ class _Links(HTMLParser):
             self.images += [value for name, value in attrs if name == "src"]
 
 
-def _hrefs(raw_html: str, images: bool = False) -> list[str]:
-    """The links of raw HTML (`images`: its pictures' addresses)."""
+def _hrefs(raw_html: str) -> tuple[list[str], list[str]]:
+    """The links of raw HTML, and its pictures' addresses, read in one pass."""
     parser = _Links()
     parser.feed(raw_html)
     parser.close()
-    return parser.images if images else parser.links
+    return parser.links, parser.images
