@@ -1,0 +1,93 @@
+"""The live translator's tokenizer (site_static/translator/tokenizer.js) against the book's, run by Node: spaCy's
+tokens and their spaces, the shipped model's pieces and ids for every German sentence of test2016 and the validation
+set (the offline corpus where Multi30k is absent) and for random strings of the characters affixes cut, and the
+detokenized English of every reference. Skipped, with the reason, where no `node` is installed."""
+import json
+import random
+import shutil
+import subprocess
+import unicodedata
+from pathlib import Path
+
+import pytest
+
+from transformer_lib.book.live import to_javascript, tokenizer_assets
+from transformer_lib.data import load_translation_data
+from transformer_lib.translation import pretrained
+
+TOKENIZER_JS = (Path(__file__).resolve().parents[1] / "transformer_lib" / "book" / "site_static" / "translator"
+                / "tokenizer.js")
+NODE = shutil.which("node")
+needs_node = pytest.mark.skipif(NODE is None, reason="no `node` here: the page's tokenizer runs in JavaScript")
+
+_RUN = """
+const { SubwordTokenizer } = require(process.argv[1]);
+const a = JSON.parse(require("fs").readFileSync(process.argv[2], "utf8"));
+const tok = new SubwordTokenizer(a.rules, a.tokenizer, a.src_itos, a.tgt_itos);
+const out = a.texts.map((t) => [tok.spacy.tokenize(tok.normalize(t)).map(([w, s]) => w + (s ? " " : "")),
+                                tok.pieces(t), tok.encode(t)]);
+const english = a.english.map((ids) => tok.decode(ids));
+process.stdout.write(JSON.stringify({ out, english }));
+"""
+
+
+def _fuzz(n: int, seed: int = 0) -> list[str]:
+    """Strings of the characters and pieces spaCy's affixes, infixes and special cases act on."""
+    rng = random.Random(seed)
+    alphabet = [*"abcdefghijklmnopqrstuvwxyzäöüßABCÄÖÜ0123456789  ",
+                *".,;:!?'\"()[]{}-–—/\\&%$€+*=<>#@_~^`´‘’‚„“”«»…·°§|",
+                "z.B.", "usw.", "http://", ".com", ":)", ":-)", "(:", "'s", "’s", "Nr.", "s.", "\t", "\u00a0", "😀",
+                "e\u0301", "mcdonald"]
+    return ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 30))) for _ in range(n)]
+
+
+@pytest.fixture(scope="module")
+def agreement(tmp_path_factory):
+    """Both tokenizers on the sentences: (texts, the book's results, the page's)."""
+    if NODE is None:
+        pytest.skip("no `node` here: the page's tokenizer runs in JavaScript")
+    model = pretrained().model
+    assets = tokenizer_assets(model)
+    src_tok, tgt_tok = model.tokenizers
+    src_vocab, tgt_vocab = model.vocabs
+    pairs = [p for split in ("test2016", "val") for p in load_translation_data(split)[0]]
+    texts = [de for de, _ in pairs] + _fuzz(3000)
+    english = [tgt_vocab.encode(tgt_tok(en)) for _, en in pairs]
+    book = [([w.text_with_ws for w in src_tok._nlp.tokenizer(src_tok.normalize(t))], src_tok(t),
+             src_vocab.encode(src_tok(t))) for t in texts]
+    book_english = [tgt_tok.detokenize(tgt_vocab.decode(ids)) for ids in english]
+    path = tmp_path_factory.mktemp("live") / "assets.json"
+    path.write_text(json.dumps({**assets, "texts": texts, "english": english}, ensure_ascii=False), encoding="utf-8")
+    done = subprocess.run([NODE, "-e", _RUN, str(TOKENIZER_JS), str(path)], capture_output=True, text=True,
+                          timeout=600, check=True)
+    page = json.loads(done.stdout)
+    return texts, len(pairs), book, [tuple(r) for r in page["out"]], book_english, page["english"]
+
+
+@needs_node
+def test_the_page_cuts_every_sentence_as_spacy_does(agreement):
+    texts, n_pairs, book, page, _, _ = agreement
+    differ = [(t, b[0], p[0]) for t, b, p in zip(texts, book, page) if b[0] != p[0]]
+    assert not differ, f"{len(differ)} of {len(texts)} differ, first: {differ[0]}"
+    assert n_pairs >= 200 and len(texts) == n_pairs + 3000
+
+
+@needs_node
+def test_the_page_gives_the_shipped_models_pieces_and_ids(agreement):
+    texts, _, book, page, _, _ = agreement
+    differ = [(t, b[1:], p[1:]) for t, b, p in zip(texts, book, page) if (b[1], b[2]) != (p[1], p[2])]
+    assert not differ, f"{len(differ)} of {len(texts)} differ, first: {differ[0]}"
+
+
+@needs_node
+def test_the_page_detokenizes_every_reference_as_the_book_does(agreement):
+    _, _, _, _, book_english, page_english = agreement
+    differ = [(b, p) for b, p in zip(book_english, page_english) if b != p]
+    assert not differ, f"{len(differ)} of {len(book_english)} differ, first: {differ[0]}"
+
+
+def test_python_patterns_become_javascripts():
+    assert to_javascript(r"(?u)^[\w\-\.]+\d\!") == r"^[\p{L}\p{N}_\-\.]+\p{Nd}!"
+    assert to_javascript(r"\w\U0001F600") == r"[\p{L}\p{N}_]\u{1F600}"
+    with pytest.raises(ValueError, match=r"\\b"):
+        to_javascript(r"\bword")

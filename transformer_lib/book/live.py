@@ -1,0 +1,84 @@
+# Hand-written tool module (not generated from a notebook).
+"""The live translator's assets: what the page needs to read German as chapter 6's tokenizer reads it.
+
+`tokenizer_rules(lang)` exports spaCy's rule-based tokenizer for a language (the prefix, suffix, infix and URL
+patterns, rewritten from Python's regular expressions to JavaScript's, and the special cases), which
+site_static/translator/tokenizer.js runs with spaCy's algorithm. `tokenizer_assets(model)` adds a checkpoint's BPE
+and vocabularies. tests/test_live.py holds the page's tokenizer to the book's on every sentence of test2016 and the
+validation set.
+"""
+from __future__ import annotations
+
+import re
+
+__all__ = ["to_javascript", "tokenizer_rules", "tokenizer_assets"]
+
+_SYNTAX = set("^$\\.*+?()[]{}|/")
+
+
+def to_javascript(pattern: str) -> str:
+    """A regular expression of Python's `re` (as spaCy compiles its affixes) as one for JavaScript's `u` flag: `\\w`
+    and `\\d` by their Unicode classes (Python's are Unicode, JavaScript's ASCII), `\\U0001F600` as `\\u{1F600}`, and
+    the escapes `u` refuses (`\\!`, `\\'`) as the plain character. Raises ValueError on an escape it does not know."""
+    if not isinstance(pattern, str):
+        raise TypeError(f"pattern must be a str, got {type(pattern).__name__}")
+    p = re.sub(r"^\(\?u\)", "", pattern)
+    out, i, in_class = [], 0, False
+    while i < len(p):
+        c = p[i]
+        if c == "\\" and i + 1 < len(p):
+            n = p[i + 1]
+            if n == "U":
+                out.append("\\u{%X}" % int(p[i + 2:i + 10], 16))
+                i += 10
+                continue
+            if n == "u":
+                out.append(p[i:i + 6])
+                i += 6
+                continue
+            if n == "d":
+                out.append("\\p{Nd}")
+            elif n == "w":
+                out.append("\\p{L}\\p{N}_" if in_class else "[\\p{L}\\p{N}_]")
+            elif n in "sS" or n in _SYNTAX or (in_class and n == "-"):
+                out.append("\\" + n)
+            elif n.isalnum():
+                raise ValueError(f"pattern: the escape \\{n} at character {i} has no JavaScript twin here")
+            else:
+                out.append(n)
+            i += 2
+            continue
+        if c == "[" and not in_class:
+            in_class = True
+        elif c == "]" and in_class:
+            in_class = False
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def tokenizer_rules(lang: str) -> dict:
+    """spaCy's tokenizer rules for `lang` (spacy.blank), for tokenizer.js: the patterns and the special cases, and
+    which special cases the phrase matcher finds after the affixes cut them (spaCy's add_special_case)."""
+    from transformer_lib.checks.data import blank_pipeline
+
+    t = blank_pipeline(lang).tokenizer
+    rules = {text: [piece[65] for piece in pieces] for text, pieces in t.rules.items()}  # 65: ORTH
+    matched = sorted(s for s in rules if t.find_prefix(s) or t.find_infix(s) or t.find_suffix(s) or " " in s)
+    return {"prefix": to_javascript(t.prefix_search.__self__.pattern),
+            "suffix": to_javascript(t.suffix_search.__self__.pattern),
+            "infix": to_javascript(t.infix_finditer.__self__.pattern),
+            "url": to_javascript(t.url_match.__self__.pattern), "rules": rules, "matched": matched}
+
+
+def tokenizer_assets(model) -> dict:
+    """What the page's SubwordTokenizer needs from a checkpoint's model (load_checkpoint, pretrained): the German
+    rules, the source tokenizer (its BPE and lowercasing) and both vocabularies."""
+    from transformer_lib.checkpoint import model_tokenizers
+
+    src_tok, _ = model_tokenizers(model, None)
+    if getattr(src_tok, "bpe", None) is None:
+        raise ValueError("model: the live translator reads subwords; this model's tokenizer reads whole words")
+    src_vocab, tgt_vocab = model.vocabs
+    return {"rules": tokenizer_rules(src_tok.lang), "tokenizer": src_tok.to_dict(), "src_itos": src_vocab.itos,
+            "tgt_itos": tgt_vocab.itos}
