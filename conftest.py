@@ -64,7 +64,8 @@ SLOW = ("notebooks/", "tests/test_exercises_in_chapter.py", "tests/test_speedrun
         "tests/test_training.py", "tests/test_website.py", "tests/test_book.py", "tests/test_diagrams.py",
         "tests/test_fast.py::test_the_candidates_benchmark", "tests/test_fast.py::test_the_speed_benchmark",
         "tests/test_files.py::test_many_writers", "tests/test_gpu_record.py::test_the_command_records",
-        "tests/test_offline.py::test_a_chapter_passes", "tests/test_offline.py::test_the_offline_switch_reaches")
+        "tests/test_offline.py::test_a_chapter_passes", "tests/test_offline.py::test_the_offline_switch_reaches",
+        "tests/test_live.py::test_the_page_translates")
 
 
 def pytest_report_header(config):

@@ -91,3 +91,54 @@ def test_python_patterns_become_javascripts():
     assert to_javascript(r"\w\U0001F600") == r"[\p{L}\p{N}_]\u{1F600}"
     with pytest.raises(ValueError, match=r"\\b"):
         to_javascript(r"\bword")
+
+
+MODEL_JS = TOKENIZER_JS.parent / "model.js"
+_TRANSLATE = """
+const fs = require("fs");
+const { SubwordTokenizer } = require(process.argv[1]);
+const { Translator } = require(process.argv[2]);
+const a = JSON.parse(fs.readFileSync(process.argv[3], "utf8"));
+const buf = fs.readFileSync(process.argv[4]);
+const tok = new SubwordTokenizer(a.rules, a.tokenizer, a.src_itos, a.tgt_itos);
+const tr = new Translator(a.table, new Float32Array(buf.buffer, buf.byteOffset, buf.length / 4), a.config);
+const out = a.texts.map((text) => {
+  const src = tok.encode(text), steps = tr.greedy(src);
+  return { src, greedy: steps.map((s) => s.token), cross: steps.map((s) => s.cross.map((w) => Array.from(w))),
+           beam: tr.beam(src, 5, 0.6).tokens };
+});
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+@needs_node
+def test_the_page_translates_as_translate_does_and_attends_as_attention_maps_says(tmp_path):
+    """model.js on 50 sentences of test2016 (the offline corpus's where Multi30k is absent): greedy and beam 5 give
+    translate_tokens' tokens, and every greedy step's cross-attention (the token fed in, each layer and head) equals
+    attention_maps' row within 1e-3."""
+    import torch
+
+    from transformer_lib.book.live import model_weights
+    from transformer_lib.decoding import attention_maps, translate_tokens
+
+    model = pretrained().model
+    src_tok, _ = model.tokenizers
+    src_vocab, tgt_vocab = model.vocabs
+    texts = [de for de, _ in load_translation_data("test2016")[0][:50]]
+    table, data, config = model_weights(model)
+    (tmp_path / "weights.bin").write_bytes(data)
+    (tmp_path / "assets.json").write_text(json.dumps({**tokenizer_assets(model), "table": table, "config": config,
+                                                      "texts": texts}, ensure_ascii=False), encoding="utf-8")
+    done = subprocess.run([NODE, "-e", _TRANSLATE, str(TOKENIZER_JS), str(MODEL_JS), str(tmp_path / "assets.json"),
+                           str(tmp_path / "weights.bin")], capture_output=True, text=True, timeout=1200, check=True)
+    page = json.loads(done.stdout)
+    book = {beam: translate_tokens(model, texts, src_tok, src_vocab, tgt_vocab, beam_size=beam) for beam in (1, 5)}
+    words = lambda ids: tgt_vocab.decode(ids)  # noqa: E731 - up to </s>, as translate_tokens gives them
+    assert [words(p["greedy"]) for p in page] == book[1]
+    assert [words(p["beam"]) for p in page] == book[5]
+    worst = 0.0
+    for p in page:
+        maps = attention_maps(model, p["src"], [tgt_vocab.bos_idx, *p["greedy"][:-1]])["cross"]  # (L, H, T, S)
+        ours = torch.tensor(p["cross"]).view(len(p["greedy"]), maps.size(0), maps.size(1), -1).permute(1, 2, 0, 3)
+        worst = max(worst, (ours - maps).abs().max().item())
+    assert worst < 1e-3, f"cross-attention differs by {worst:.2e}"

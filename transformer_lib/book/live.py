@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["to_javascript", "tokenizer_rules", "tokenizer_assets"]
+__all__ = ["to_javascript", "tokenizer_rules", "tokenizer_assets", "model_weights"]
 
 _SYNTAX = set("^$\\.*+?()[]{}|/")
 
@@ -82,3 +82,25 @@ def tokenizer_assets(model) -> dict:
     src_vocab, tgt_vocab = model.vocabs
     return {"rules": tokenizer_rules(src_tok.lang), "tokenizer": src_tok.to_dict(), "src_itos": src_vocab.itos,
             "tgt_itos": tgt_vocab.itos}
+
+
+def model_weights(model) -> tuple[list, bytes, dict]:
+    """A checkpoint's model for model.js: ([name, offset, shape] per tensor, the tensors as one float32 buffer, the
+    config the page needs). Only the pre-norm, sinusoidal encoder-decoder the shipped recipe trains is supported."""
+    import numpy as np
+
+    c = model.config
+    if not c.norm_first or c.learned_positions:
+        raise ValueError("model: the live translator runs pre-norm models with sinusoidal positions (the shipped "
+                         f"recipe's); this one has norm_first={c.norm_first}, learned_positions={c.learned_positions}")
+    table, parts, offset = [], [], 0
+    for name, tensor in model.state_dict().items():
+        array = tensor.detach().to("cpu").float().numpy().astype(np.float32).ravel()
+        table.append([name, offset, list(tensor.shape)])
+        parts.append(array)
+        offset += array.size
+    src_vocab, tgt_vocab = model.vocabs
+    config = {"d_model": c.d_model, "n_heads": c.n_heads, "n_layers": c.n_layers, "d_ff": c.d_ff, "eps": c.eps,
+              "vocab": c.tgt_vocab, "max_len": c.max_len, "bos": tgt_vocab.bos_idx, "eos": tgt_vocab.eos_idx,
+              "pad": tgt_vocab.pad_idx}
+    return table, np.concatenate(parts).tobytes(), config
