@@ -101,7 +101,7 @@ const { Translator } = require(process.argv[2]);
 const a = JSON.parse(fs.readFileSync(process.argv[3], "utf8"));
 const buf = fs.readFileSync(process.argv[4]);
 const tok = new SubwordTokenizer(a.rules, a.tokenizer, a.src_itos, a.tgt_itos);
-const tr = new Translator(a.table, new Float32Array(buf.buffer, buf.byteOffset, buf.length / 4), a.config);
+const tr = new Translator(a.table, buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.length), a.config);
 const out = a.texts.map((text) => {
   const src = tok.encode(text), steps = tr.greedy(src);
   return { src, greedy: steps.map((s) => s.token), cross: steps.map((s) => s.cross.map((w) => Array.from(w))),
@@ -113,19 +113,22 @@ process.stdout.write(JSON.stringify(out));
 
 @needs_node
 def test_the_page_translates_as_translate_does_and_attends_as_attention_maps_says(tmp_path):
-    """model.js on 50 sentences of test2016 (the offline corpus's where Multi30k is absent): greedy and beam 5 give
-    translate_tokens' tokens, and every greedy step's cross-attention (the token fed in, each layer and head) equals
+    """model.js with the page's weights (at most 8 MB: layer matrices int8) on 50 sentences of test2016 (the offline
+    corpus's where Multi30k is absent): greedy and beam 5 give translate_tokens' tokens on the same weights
+    (on_page), and every greedy step's cross-attention (the token fed in, each layer and head) equals
     attention_maps' row within 1e-3."""
     import torch
 
-    from transformer_lib.book.live import model_weights
+    from transformer_lib.book.live import model_weights, on_page
     from transformer_lib.decoding import attention_maps, translate_tokens
 
-    model = pretrained().model
+    shipped = pretrained().model
+    model = on_page(shipped)
     src_tok, _ = model.tokenizers
     src_vocab, tgt_vocab = model.vocabs
     texts = [de for de, _ in load_translation_data("test2016")[0][:50]]
-    table, data, config = model_weights(model)
+    table, data, config = model_weights(shipped)
+    assert len(data) <= 8_000_000
     (tmp_path / "weights.bin").write_bytes(data)
     (tmp_path / "assets.json").write_text(json.dumps({**tokenizer_assets(model), "table": table, "config": config,
                                                       "texts": texts}, ensure_ascii=False), encoding="utf-8")

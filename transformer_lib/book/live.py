@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["to_javascript", "tokenizer_rules", "tokenizer_assets", "model_weights"]
+__all__ = ["to_javascript", "tokenizer_rules", "tokenizer_assets", "model_weights", "on_page"]
 
 _SYNTAX = set("^$\\.*+?()[]{}|/")
 
@@ -85,22 +85,69 @@ def tokenizer_assets(model) -> dict:
 
 
 def model_weights(model) -> tuple[list, bytes, dict]:
-    """A checkpoint's model for model.js: ([name, offset, shape] per tensor, the tensors as one float32 buffer, the
-    config the page needs). Only the pre-norm, sinusoidal encoder-decoder the shipped recipe trains is supported."""
+    """A checkpoint's model for model.js, small enough for a page: ([name, kind, byte offset, shape] per tensor,
+    one buffer, the config the page needs). Each matrix of a layer ("...weight" of two dimensions) is int8 with a
+    float32 scale per row (its largest magnitude / 127, as chapter 9 quantizes weights); the embedding table, which the
+    generator shares, float16 and written once (kind "same" names the tensor it is); biases and norms float32. The
+    page computes in float32 with these weights; `on_page` gives the PyTorch model that computes the same. Only the
+    pre-norm, sinusoidal encoder-decoder the shipped recipe trains is supported."""
     import numpy as np
 
     c = model.config
     if not c.norm_first or c.learned_positions:
         raise ValueError("model: the live translator runs pre-norm models with sinusoidal positions (the shipped "
                          f"recipe's); this one has norm_first={c.norm_first}, learned_positions={c.learned_positions}")
-    table, parts, offset = [], [], 0
+    table, parts, offset, seen = [], [], 0, {}
+
+    def put(array) -> int:
+        nonlocal offset
+        start, pad = offset, (-offset) % 4  # every part starts at a multiple of 4 bytes (a Float32Array's need)
+        parts.append(np.zeros(pad, np.uint8).tobytes() + array.tobytes())
+        offset += pad + array.nbytes
+        return start + pad
+
     for name, tensor in model.state_dict().items():
-        array = tensor.detach().to("cpu").float().numpy().astype(np.float32).ravel()
-        table.append([name, offset, list(tensor.shape)])
-        parts.append(array)
-        offset += array.size
+        if tensor.data_ptr() in seen:  # a tied weight: the embedding table the generator and decoder share
+            table.append([name, "same", seen[tensor.data_ptr()], list(tensor.shape)])
+            continue
+        seen[tensor.data_ptr()] = name
+        w = tensor.detach().to("cpu").float()
+        if name.endswith("embedding.weight"):
+            table.append([name, "f16", put(w.half().numpy()), list(tensor.shape)])
+        elif name.endswith(".weight") and w.dim() == 2:
+            q, scale = _int8_rows(w)
+            table.append([name, "i8", put(q.numpy()), list(tensor.shape), put(scale.numpy())])
+        else:
+            table.append([name, "f32", put(w.numpy().astype(np.float32)), list(tensor.shape)])
     src_vocab, tgt_vocab = model.vocabs
     config = {"d_model": c.d_model, "n_heads": c.n_heads, "n_layers": c.n_layers, "d_ff": c.d_ff, "eps": c.eps,
               "vocab": c.tgt_vocab, "max_len": c.max_len, "bos": tgt_vocab.bos_idx, "eos": tgt_vocab.eos_idx,
               "pad": tgt_vocab.pad_idx}
-    return table, np.concatenate(parts).tobytes(), config
+    return table, b"".join(parts), config
+
+
+def _int8_rows(w):
+    """w (out, in) as int8 rows and a float32 scale per row: q = round(w / scale), scale = max |w_row| / 127."""
+    import torch
+
+    scale = (w.abs().amax(dim=1) / 127).clamp(min=torch.finfo(torch.float32).tiny).float()
+    return torch.round(w / scale[:, None]).clamp(-127, 127).to(torch.int8), scale
+
+
+def on_page(model):
+    """A copy of `model` with the weights the page computes with (model_weights): each layer matrix int8 with its
+    row scales, multiplied back in float32, the embedding table through float16. Its translations are the page's."""
+    import copy
+
+    import torch
+
+    page = copy.deepcopy(model).float().eval()
+    tables = {id(page.src_embed[0].embedding.weight), id(page.tgt_embed[0].embedding.weight)}
+    with torch.no_grad():
+        for name, p in page.named_parameters():
+            if id(p) in tables:
+                p.copy_(p.half().float())
+            elif name.endswith(".weight") and p.dim() == 2:
+                q, scale = _int8_rows(p.detach())
+                p.copy_(q.float() * scale[:, None])
+    return page

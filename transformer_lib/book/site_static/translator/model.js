@@ -1,7 +1,7 @@
 // The live translator's model: chapter 4's encoder-decoder (pre-norm, as the shipped recipe trains it) in plain
 // JavaScript, one sentence at a time, with chapter 7's key/value cache, greedy decoding and beam search. Every step
 // gives the log-probabilities of the next token and the cross-attention of the token fed in, per layer and head.
-// The weights come as one Float32Array and a table of [name, offset, shape] (transformer_lib.book.live).
+// The weights come as one ArrayBuffer and its table (transformer_lib.book.live.model_weights).
 "use strict";
 
 function linear(x, rows, w, b, nOut, nIn) {  // x (rows, nIn) @ w^T (nIn, nOut) + b: nn.Linear
@@ -33,12 +33,38 @@ function layerNorm(x, rows, d, g, b, eps) {  // chapter 3's LayerNorm: biased va
 
 function addInPlace(x, y) { for (let i = 0; i < x.length; i++) { x[i] += y[i]; } return x; }
 
+function float16(bits) {  // an IEEE half as a number
+  const sign = bits & 0x8000 ? -1 : 1, exp = (bits >> 10) & 0x1f, frac = bits & 0x3ff;
+  if (exp === 0) { return sign * frac * 2 ** -24; }
+  if (exp === 31) { return frac ? NaN : sign * Infinity; }
+  return sign * (1 + frac / 1024) * 2 ** (exp - 15);
+}
+
+// The weights as model_weights wrote them (an ArrayBuffer and its table), each as a Float32Array: int8 rows times
+// their scale, float16 widened, float32 as it is; "same" is a tied tensor, shared.
+function loadWeights(table, buffer) {
+  const w = {};
+  for (const [name, kind, offset, shape, scales] of table) {
+    const n = shape.reduce((a, b) => a * b, 1);
+    if (kind === "same") { w[name] = w[offset]; continue; }
+    if (kind === "f32") { w[name] = new Float32Array(buffer, offset, n); continue; }
+    const out = new Float32Array(n);
+    if (kind === "f16") {
+      const half = new Uint16Array(buffer, offset, n);
+      for (let i = 0; i < n; i++) { out[i] = float16(half[i]); }
+    } else if (kind === "i8") {
+      const q = new Int8Array(buffer, offset, n), scale = new Float32Array(buffer, scales, shape[0]);
+      const cols = shape[1];
+      for (let i = 0; i < n; i++) { out[i] = q[i] * scale[Math.floor(i / cols)]; }
+    } else { throw new Error(`weights: ${name} is of an unknown kind ${kind}`); }
+    w[name] = out;
+  }
+  return w;
+}
+
 class Translator {
-  constructor(table, data, config) {
-    this.w = {};
-    for (const [name, offset, shape] of table) {
-      this.w[name] = data.subarray(offset, offset + shape.reduce((a, b) => a * b, 1));
-    }
+  constructor(table, buffer, config) {
+    this.w = loadWeights(table, buffer);
     Object.assign(this, config);  // d_model, n_heads, n_layers, d_ff, eps, vocab (target), bos, eos, pad
     this.dk = this.d_model / this.n_heads;
   }
@@ -214,4 +240,4 @@ class Translator {
     return { tokens: end >= 0 ? row.slice(0, end + 1) : row, history, ranked };
   }
 }
-if (typeof module !== "undefined") { module.exports = { Translator }; }
+if (typeof module !== "undefined") { module.exports = { Translator, loadWeights }; }
