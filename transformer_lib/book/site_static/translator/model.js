@@ -241,3 +241,4 @@ class Translator {
   }
 }
 if (typeof module !== "undefined") { module.exports = { Translator, loadWeights }; }
+if (typeof window !== "undefined") { window.TranslatorModel = Translator; }

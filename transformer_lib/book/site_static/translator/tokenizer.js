@@ -202,3 +202,4 @@ class SubwordTokenizer {
   }
 }
 if (typeof module !== "undefined") { module.exports = { SpacyTokenizer, BPE, SubwordTokenizer }; }
+if (typeof window !== "undefined") { window.TranslatorTokenizer = SubwordTokenizer; }
