@@ -764,6 +764,20 @@ def _(tmp):
     forecast(replace(X.RECIPES["smoke"], fast=True), None, torch.device("cpu"))
 
 
+@case("runs.folder(recipe, data, name)", "a name with a path in it", ValueError, "name", "'../speedrun'")
+def _(tmp):
+    from transformer_lib.runs import folder
+
+    folder(X.RECIPES["smoke"], X.TranslationData(None, None, None, None, [], [], [], "Multi30k"), "../speedrun")
+
+
+@case("runs.folder(recipe, data)", "the budget's name instead of its recipe", TypeError, "Recipe", "str")
+def _(tmp):
+    from transformer_lib.runs import folder
+
+    folder("smoke", X.TranslationData(None, None, None, None, [], [], [], "Multi30k"))
+
+
 @case("load_checkpoint(path, device)", "a device torch does not know", ValueError, "device='gpu'")
 def _(tmp): X.load_checkpoint(tiny_checkpoint(tmp), "gpu")
 

@@ -157,7 +157,10 @@ def test_the_translators_domain_is_said_where_a_reader_meets_the_translator(caps
     assert not missing, f"the domain sentence is missing from {missing}"
     nb = nbformat.read(ROOT / BOOK.chapters[7].file, as_version=4)  # chapter 8 shows a sentence outside it failing
     shown = [c for c in nb.cells if c.cell_type == "code" and "Ich habe heute keine Zeit" in c.source]
-    assert len(shown) == 1 and "assert" in shown[0].source and "comes back as nonsense" in markdown(8)
+    checked = [c for c in nb.cells if c.cell_type == "code" and 'assert "cat" in translations[0]' in c.source]
+    assert len(shown) == 1 and "translations = translate(" in shown[0].source
+    assert "comes back as nonsense" in markdown(8)
+    assert len(checked) == 1 and "not words & {" in checked[0].source  # its translation holds none of the words
 
 
 def test_chapter_9_trains_the_speedrun_record_in_the_minutes_it_forecasts_and_says_what_the_record_reached():

@@ -14,7 +14,7 @@ from transformer_lib.train import main as train_main, recipe_changes
 from transformer_lib.training import rate
 from transformer_lib.runs import build
 from transformer_lib.translation import (CPU_FLOAT32, RECIPES, Recipe, budget_recipe, load_checkpoint, prepare_data,
-                                         wsd_rate)
+                                         train_translation, wsd_rate)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -347,3 +347,23 @@ def test_the_speedrun_refuses_a_command_that_would_train_another_recipe_on_this_
         else:
             with pytest.raises(SystemExit, match="would train a recipe that differs in epochs: "):
                 speedrun.check_command_trains(record, speedrun.command(record, 0, Path("run")))
+
+
+def test_a_run_folder_is_one_per_corpus_and_recipe_and_a_forecast_starts_a_run_when_asked(tmp_path, monkeypatch):
+    """runs.folder: another number of epochs or beam search keeps the folder (a resumed run may change them), any
+    other field gives another; train_translation(forecast=True) logs the forecast first and keeps it in the folder."""
+    from transformer_lib import runs
+
+    data = prepare_data(replace(RECIPES["smoke"], train_pairs=200, eval_pairs=5))
+    recipe = replace(RECIPES["smoke"], train_pairs=200, eval_pairs=5, epochs=1)
+    here = runs.folder(recipe, data)
+    assert here.parent.name == "runs" and here.name.startswith(("multi30k-", "offline-"))
+    assert runs.folder(replace(recipe, epochs=9, beam_size=3, length_penalty=1.0), data) == here
+    assert runs.folder(replace(recipe, dropout=0.0), data) != here and runs.folder(recipe, data, "speedrun") != here
+    assert runs.folder(recipe, data, "speedrun").name == "speedrun-" + here.name
+    lines = []
+    train_translation(recipe, tmp_path / "run", data=data, progress=False, log=lines.append, forecast=True)
+    assert lines[0].startswith("forecast on this machine: ") and (tmp_path / "run" / "forecast.json").is_file()
+    lines.clear()
+    train_translation(recipe, tmp_path / "run", data=data, progress=False, log=lines.append, forecast=True)
+    assert lines[0].startswith("forecast when this run started: ")  # the finished run shows the one kept before it

@@ -81,7 +81,7 @@ class GPT(nn.Module):
                                                  eps=c.norm_eps) for _ in range(c.n_layers))
         if c.activation == "gelu_tanh":
             for layer in self.layers:
-                layer.feed_forward = GELUFeedForward(c.d_model, c.d_ff, c.dropout)
+                layer.feed_forward = GELUFeedForward(c.d_model, c.d_ff, c.dropout)  # GPT-2's, section 5 (deeper)
         self.norm = LayerNorm(c.d_model, c.norm_eps)
         self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)
         self.lm_head.weight = self.embed.embedding.weight  # tied: one table reads and writes tokens

@@ -11,12 +11,15 @@ Chapter 8's `train_translation` is the loop; this module keeps the machinery out
   every epoch, so a stopped run continues after its last finished epoch and ends with the same weights;
 - **files**: every checkpoint and training state is written atomically (`transformer_lib.files`), the run folder is
   locked against a second training, and at the end the best of the last epoch, the average of the last ones and a
-  recipe's moving average (`moving_average`) becomes `model.safetensors`.
+  recipe's moving average (`moving_average`) becomes `model.safetensors`;
+- **folders and forecasts**: a folder per corpus and recipe (`folder`), a forecast kept in it (`forecast_run`).
 
 It imports nothing from chapter 8: `train_translation` hands it the chapter's own functions (`Tools`).
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import time
 from contextlib import contextmanager
@@ -38,9 +41,9 @@ from transformer_lib.model import make_model
 from transformer_lib.runtime import all_reduce_sum, default_device, seed_everything
 from transformer_lib.training import LabelSmoothing, evaluate, loss_sum, make_optimizer, optimizer_step
 
-__all__ = ["WATCHED", "Tools", "Run", "start", "processes", "distributed", "replica", "distributed_step", "build",
-           "validation_batches",
-           "epoch_batches", "forecast", "forecast_line", "forecast_run", "resume", "save_epoch", "finish", "close"]
+__all__ = ["WATCHED", "Tools", "Run", "start", "folder", "processes", "distributed", "replica", "distributed_step",
+           "build", "validation_batches", "epoch_batches", "forecast", "forecast_line", "forecast_run", "resume",
+           "save_epoch", "finish", "close"]
 
 
 # A caption of the book's own, translated greedily after every epoch: the log shows the model learning to translate.
@@ -110,14 +113,27 @@ class Run:
 
 
 @contextmanager
-def start(recipe, out_dir, data, device, speedup, resume_run: bool, log, tools: Tools):
+def start(recipe, out_dir, data, device, speedup, resume_run: bool, log, tools: Tools, forecast: bool = False):
     """A Run of `recipe` in the folder `out_dir`, held while the block runs: process 0 locks the folder against a
     second training (transformer_lib.files.locked_folder); under torch.distributed only process 0 logs. `device`
-    None: default_device()."""
+    None: default_device(). `forecast`: in one process, first log how long the run will take here (forecast_run)."""
     device = as_device("device", device) if device is not None else default_device()
     rank, world, log = processes(log)  # one process, or one of several under torch.distributed
     with locked_folder(out_dir, lock=rank == 0) as folder:  # a second training on the folder is refused
+        data = data if data is not None else tools.prepare(recipe)
+        if forecast and world == 1:
+            log(forecast_line(forecast_run(folder, recipe, data, device, speedup), recipe.epochs))
         yield Run(recipe, folder, data, device, speedup, resume_run, rank, world, log, tools)
+
+
+def folder(recipe, data, name: str = "") -> Path:
+    """runs/[name-]CORPUS-DIGEST, DIGEST 8 hex digits of the sha256 of the recipe's training fields: another number of
+    epochs or beam search resumes the same folder (check_resumable allows it), any other change trains afresh."""
+    checks.check_folder(recipe, data, name)
+    corpus = "multi30k" if data.source.startswith("Multi30k") else "offline"
+    fields = {k: v for k, v in recipe.to_dict().items() if k not in ("epochs", *checks.DECODING_FIELDS)}
+    digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:8]
+    return Path("runs") / f"{name + '-' if name else ''}{corpus}-{digest}"
 
 
 # ---- processes
@@ -292,8 +308,6 @@ def forecast_run(out_dir, recipe, data, device, speedup=None, steps: int = 8) ->
     the one kept there, so the run's minutes meet their own forecast. A run from before such files (or of another
     recipe) is measured now. Adds "kept" (read from the folder) and "before_run" (kept, or measured before a fresh
     run: False only for a run older than its forecast). A damaged forecast.json is refused, naming it."""
-    import json
-
     from transformer_lib.files import write_atomically
 
     path = Path(out_dir) / "forecast.json"

@@ -109,18 +109,6 @@ def _distributed_environment(env) -> tuple[int, int]:
     return world, rank
 
 
-def _forecast(recipe, data, device, out, say) -> None:
-    """Say how long the run will take on this machine (runs.forecast_run), once no other training holds `out`."""
-    from transformer_lib.files import locked_folder
-    from transformer_lib.fast import speed_up
-    from transformer_lib.runs import forecast_line, forecast_run
-
-    with locked_folder(out):  # a folder another training writes is refused now, not after the forecast
-        pass
-    ahead = forecast_run(out, recipe, data, device, speed_up)  # kept in the folder for the run's end
-    say(forecast_line(ahead, recipe.epochs), flush=True)
-
-
 def _multi30k(args: argparse.Namespace, rank: int, world: int) -> int:
     from dataclasses import replace
     from pathlib import Path
@@ -155,10 +143,9 @@ def _multi30k(args: argparse.Namespace, rank: int, world: int) -> int:
     say(f"recipe: {recipe}", flush=True)
     fresh = args.no_resume or not (out / "state.safetensors").exists()
     try:
-        if world == 1 and fresh and not args.no_forecast:  # before a fresh run: how long it will take here
-            _forecast(recipe, data, device, out, say)
         run = train_translation(recipe, out, data=data, resume=not args.no_resume, device=device,
-                                progress=not args.quiet, log=lambda line: tqdm.write(line), speedup=speed_up)
+                                progress=not args.quiet, log=lambda line: tqdm.write(line), speedup=speed_up,
+                                forecast=fresh and not args.no_forecast)  # before a fresh run: the minutes ahead
     except KeyboardInterrupt:
         say(f"\ninterrupted: the finished epochs are saved in {out}; run the same command to resume")
         return 130

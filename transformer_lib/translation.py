@@ -42,7 +42,7 @@ from transformer_lib import runs  # a run's machinery: processes, resuming, lock
 from transformer_lib.attention import padding_mask, subsequent_mask
 from transformer_lib.checks import translation as checks  # one line per entry point: its inputs, checked
 from transformer_lib.checks.core import as_dtype, as_paths
-from transformer_lib.checkpoint import (check_checkpoint, check_hypotheses, load_checkpoint, model_tokenizers,
+from transformer_lib.checkpoint import (check_checkpoint, load_checkpoint, model_tokenizers,
                                         pretrained_path, scoring_tokenizer)
 from transformer_lib.data import (SubwordTokenizer, Tokenizer, Vocab, bucket_batches, detokenize,
                                   load_translation_data, subword_tokenizers, tokenizer_from_dict)
@@ -56,8 +56,7 @@ from transformer_lib.training import LabelSmoothing, evaluate, train_epoch
 # %% notebooks/08_translation.ipynb cell 6
 @dataclass
 class Recipe(JsonFile):
-    """Everything a Multi30k run depends on: model, data, optimization, evaluation. RECIPES holds one per budget;
-    dataclasses.replace changes a field. JsonFile gives to_dict, from_dict (refusing unknown fields), save, load."""
+    """Everything a Multi30k run depends on. RECIPES holds smoke, cpu and full; dataclasses.replace changes a field."""
     # the model (chapter 4)
     n_layers: int = 3
     d_model: int = 256
@@ -140,8 +139,7 @@ def prepare_data(recipe: Recipe, root=None, download: bool = True) -> Translatio
     elif recipe.shared_vocab:
         src_vocab = tgt_vocab = Vocab.build(src_sents + tgt_sents, min_freq=recipe.min_freq)
     else:
-        src_vocab = Vocab.build(src_sents, min_freq=recipe.min_freq)
-        tgt_vocab = Vocab.build(tgt_sents, min_freq=recipe.min_freq)
+        src_vocab, tgt_vocab = (Vocab.build(sents, min_freq=recipe.min_freq) for sents in (src_sents, tgt_sents))
     examples = [(src_vocab.encode(s), tgt_vocab.encode(t, add_bos_eos=True)) for s, t in zip(src_sents, tgt_sents)]
     return TranslationData(src_tok, tgt_tok, src_vocab, tgt_vocab, examples, val, test, source, train)
 
@@ -156,8 +154,7 @@ def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab, dtype: torc
     tokenizers, info = check_checkpoint(model, src_vocab, tgt_vocab, info, tokenizers)  # what loading would refuse
     metadata = {"config": model.config.to_json(), "src_vocab": src_vocab.to_json(), "tgt_vocab": tgt_vocab.to_json(),
                 "tokenizers": json.dumps([t.to_dict() for t in tokenizers], ensure_ascii=False), "info": json.dumps(info)}
-    if dtype is not None:
-        model = copy.deepcopy(model).to(as_dtype("dtype", dtype))
+    model = copy.deepcopy(model).to(as_dtype("dtype", dtype)) if dtype is not None else model
     return write_safetensors(path, lambda tmp, meta: save_model(model, str(tmp), meta), metadata)
 
 
@@ -168,10 +165,9 @@ def average_checkpoints(paths, device="cpu"):
     model, src_vocab, tgt_vocab, info = load_checkpoint(paths[-1], device)
     total = {k: v.double() for k, v in model.state_dict().items()}
     for path in paths[:-1]:
-        other, other_src, other_tgt, _ = load_checkpoint(path, device)
-        if other.config != model.config or other_src.itos != src_vocab.itos or other_tgt.itos != tgt_vocab.itos:
-            raise ValueError(f"{path} does not share the config and vocabularies of {paths[-1]}")
-        for k, v in other.state_dict().items():
+        other = load_checkpoint(path, device)
+        checks.check_same_run(path, other, paths[-1], model, src_vocab, tgt_vocab)  # one config, one vocabulary
+        for k, v in other[0].state_dict().items():
             total[k] += v.double()
     model.load_state_dict({k: (v / len(paths)).to(model.state_dict()[k].dtype) for k, v in total.items()})
     return model, src_vocab, tgt_vocab, info
@@ -183,16 +179,14 @@ def translate(model, sentence, beam_size: int = 5, src_vocab: Vocab | None = Non
     """A raw German sentence (or a list of them) in English, by the vocabularies the model carries unless given. A
     model trained on Multi30k knows captions of photographs: people, animals, places and actions, in short sentences;
     for the shipped model, translate() warns (UnfamiliarSentence) for each sentence unlike them (section 6)."""
-    checks.check_carried_vocabs(model, src_vocab, tgt_vocab)
+    sentences = checks.check_translate(model, sentence, src_vocab, tgt_vocab)  # a list of str; vocabularies at hand
     src_vocab, tgt_vocab = src_vocab or model.vocabs[0], tgt_vocab or model.vocabs[1]  # translate_tokens checks them
     src_tok, tgt_tok = model_tokenizers(model, lower)  # the model's, else whole words; lowercased as `lower` says
-    single = isinstance(sentence, str)
-    sentences = checks.check_strings([sentence] if single else sentence)  # a list of str, each valid Unicode
     tokens = translate_tokens(model, sentences, src_tok, src_vocab, tgt_vocab, beam_size)
     if getattr(model, "unfamiliar_below", None) is not None:  # pretrained() sets it (section 6); yours has none
         warn_unfamiliar(model, sentences, tokens, src_tok, src_vocab, tgt_vocab, model.unfamiliar_below)
     texts = [tgt_tok.detokenize(t) for t in tokens]
-    return texts[0] if single else texts
+    return texts[0] if isinstance(sentence, str) else texts
 
 
 # %% notebooks/08_translation.ipynb cell 25
@@ -262,8 +256,7 @@ def bleu(hypotheses: list[list[str]], references: list[str], lowercase: bool = T
     (13a, <unk> left out), and BLEU on spaCy's lowercased tokens (<unk> kept), as the tutorials report it."""
     from sacrebleu.metrics import BLEU
 
-    checks.check_bleu_inputs(hypotheses, references)
-    check_hypotheses(hypotheses, tgt_tok)  # subword symbols need the SubwordTokenizer that decodes them
+    checks.check_bleu_inputs(hypotheses, references, tgt_tok)  # subword symbols need the SubwordTokenizer
     detok, tok, tokenized = BLEU(lowercase=lowercase), Tokenizer("en", lower=True), BLEU(tokenize="none", force=True)
     detok_score = detok.corpus_score([(tgt_tok or tok).detokenize(h) for h in hypotheses], [list(references)])
     hypotheses = [tok(tgt_tok.decode(h)) for h in hypotheses] if isinstance(tgt_tok, SubwordTokenizer) else hypotheses
@@ -305,13 +298,12 @@ class TrainingRun:
 
 # %% notebooks/08_translation.ipynb cell 38
 def train_translation(recipe: Recipe, out_dir, data: TranslationData | None = None, resume: bool = True,
-                      device=None, progress=True, log=print, speedup=None) -> TrainingRun:
-    """Train a translation model by `recipe`, an epoch's checkpoint and training state at a time in `out_dir`, then keep
-    the best on validation BLEU of the last epoch and the averages (model.safetensors). The list above says the rest;
-    the machinery (processes, resuming, files) lives in transformer_lib.runs."""
+                      device=None, progress=True, log=print, speedup=None, forecast: bool = False) -> TrainingRun:
+    """Train by `recipe` in `out_dir` as the list above says; forecast: first say how long it will take here.
+    The machinery (processes, resuming, files, the forecast) lives in transformer_lib.runs."""
     checks.check_training_run(recipe, Recipe, data, TranslationData, out_dir, speedup)
     tools = runs.Tools(save_checkpoint, average_checkpoints, evaluate_bleu, prepare_data, wsd_rate)  # this chapter's
-    with runs.start(recipe, out_dir, data, device, speedup, resume, log, tools) as run:  # locked, resumed if it can
+    with runs.start(recipe, out_dir, data, device, speedup, resume, log, tools, forecast) as run:  # locked, resumed
         for epoch in run.epochs():  # those after the last finished one
             with run.autocast():  # bfloat16 on the fast path, where the hardware has it
                 train_loss = train_epoch(run.trained, run.batches(epoch), run.criterion, run.optimizer, run.scheduler,
@@ -334,8 +326,7 @@ class Pretrained(NamedTuple):
 
 def pretrained(device="cpu") -> Pretrained:
     """The German-to-English model RECIPES["full"] trained, shipped as float16 safetensors; in eval mode."""
-    path = pretrained_path()
-    checks.check_shipped_model(path)
+    path = checks.check_shipped_model(pretrained_path())  # there, unless installed without its data
     model, _, _, info = load_checkpoint(path, device)
     model.unfamiliar_below = UNFAMILIAR_BELOW  # translate() warns below it (section 6)
     return Pretrained(model, *model.tokenizers, info)

@@ -33,7 +33,7 @@ BUDGET = {"chapter_main_words": 2000, "book_main_words": 17000, "mean_sentence_w
           "long_words": 40, "chapter_main_code_lines": 250}
 # Chapters whose main path still shows more code than the budget, by number: each held at most at the count it had
 # when the budget came in, until its machinery moves out. A count may only fall; at the budget, the entry goes.
-CODE_LINES_HELD = {8: 291}
+CODE_LINES_HELD: dict[int, int] = {}  # every chapter within the budget
 WORDS_A_MINUTE, LINES_A_MINUTE = 200, 20
 # the reading-time line each chapter's first cell carries, rendered by `prose --write`
 READING_LINE = re.compile(r"\*\*Reading time:\*\* about (\d+) minutes")

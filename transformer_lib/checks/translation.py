@@ -12,7 +12,8 @@ from transformer_lib.checks.core import (check_instance, check_int, check_number
                                          check_unicode)
 
 __all__ = [
-    "check_strings", "check_bleu_inputs", "check_carried_vocabs", "check_recipe", "check_training_run",
+    "check_strings", "check_bleu_inputs", "check_translate", "check_same_run", "check_folder", "check_carried_vocabs",
+    "check_recipe", "check_training_run",
     "check_epoch_batches", "check_shared_vocab", "DECODING_FIELDS", "check_resumable", "check_one_source",
     "check_training_state", "check_resume_data", "check_shipped_model", "check_budget_recipe",
 ]
@@ -41,14 +42,43 @@ def check_scored(src_ids, tgt_ids) -> None:
             raise ValueError(f"src_ids: source {i} has no tokens; leave blank sentences out (translate() does)")
 
 
-def check_bleu_inputs(hypotheses, references) -> None:
-    """bleu's inputs: one token list per reference sentence, and some references."""
+def check_bleu_inputs(hypotheses, references, tgt_tok=None) -> None:
+    """bleu's inputs: one token list per reference sentence, some references, and a tgt_tok that reads the
+    hypotheses (subword symbols need the SubwordTokenizer that decodes them)."""
+    from transformer_lib.checkpoint import check_hypotheses
+
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
     if any(isinstance(h, str) for h in hypotheses):
         raise TypeError("hypotheses must be lists of tokens (as translate_tokens returns), not strings")
     if not references:
         raise ValueError("references is empty")
+    check_hypotheses(hypotheses, tgt_tok)
+
+
+def check_translate(model, sentence, src_vocab, tgt_vocab) -> list:
+    """translate's inputs: vocabularies given or carried by the model, and a sentence or a list of them (each a
+    valid Unicode str); the sentences as a list."""
+    check_carried_vocabs(model, src_vocab, tgt_vocab)
+    return check_strings([sentence] if isinstance(sentence, str) else sentence)
+
+
+def check_same_run(path, other: tuple, first, model, src_vocab, tgt_vocab) -> None:
+    """average_checkpoints: the checkpoint at `path` (load_checkpoint's tuple) must share the config and both
+    vocabularies of the `first` one read."""
+    if other[0].config != model.config or other[1].itos != src_vocab.itos or other[2].itos != tgt_vocab.itos:
+        raise ValueError(f"{path} does not share the config and vocabularies of {first}")
+
+
+def check_folder(recipe, data, name) -> None:
+    """runs.folder's inputs: a Recipe, prepared data (it names the corpus) and a name a folder may have."""
+    import re
+
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]*", name):
+        raise ValueError(f"name must be a folder name's letters, digits, '_', '.' and '-', got {name!r}")
+    if not hasattr(recipe, "to_dict") or not isinstance(getattr(data, "source", None), str):
+        raise TypeError("folder(recipe, data) takes a Recipe and the TranslationData prepare_data made, got "
+                        f"{type(recipe).__name__} and {type(data).__name__}")
 
 
 def check_carried_vocabs(model, src_vocab, tgt_vocab) -> None:
@@ -249,11 +279,12 @@ def check_resume_data(path, info: dict, tensors: dict, model, src_vocab, tgt_voc
                              "model; resume with the data it was trained on, or use another out_dir")
 
 
-def check_shipped_model(path) -> None:
-    """The checkpoint the package ships must be there."""
+def check_shipped_model(path) -> Path:
+    """The checkpoint the package ships must be there; its path."""
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: this copy of transformer_lib was installed without its data; "
                                 "reinstall it, or train a model with `python -m transformer_lib.train multi30k`")
+    return path
 
 
 def check_budget_recipe(budget, recipes: dict, bf16_hardware) -> None:
