@@ -1426,3 +1426,66 @@ def test_two_builds_of_one_book_are_byte_identical(tmp_path):
     differ = sorted(str(f) for f in files if (tmp_path / "site1" / f).read_bytes() != (tmp_path / "site2" / f).read_bytes())
     assert differ == [], differ
     assert any(f.suffix == ".woff2" for f in files)
+
+
+def test_the_live_translator_translates_in_the_browser_as_the_book_does(site):
+    """docs/translator.md's page, served over http as the README serves the site: nothing of the model loads until
+    the reader asks; then the page's translation of a caption is translate()'s on the page's weights (on_page), the
+    steps go forward, and in Chromium the engine gives translate_tokens' tokens for 30 test2016 sentences greedy and
+    10 with 5 beams. Fits a phone's width. Prints the milliseconds a greedy step takes here."""
+    import http.server
+    import threading
+
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from transformer_lib.book.live import on_page
+    from transformer_lib.data import load_translation_data
+    from transformer_lib.decoding import translate_tokens
+    from transformer_lib.translation import pretrained, translate
+
+    _, out, _ = site
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(out)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    model = on_page(pretrained().model)
+    src_tok, _ = model.tokenizers
+    src_vocab, tgt_vocab = model.vocabs
+    texts = [de for de, _ in load_translation_data("test2016")[0][:30]]
+    browser = _browser()
+    try:
+        browser.get(f"http://127.0.0.1:{server.server_port}/docs/translator.html")
+        WebDriverWait(browser, 60, poll_frequency=POLL).until(lambda b: b.find_elements("css selector", ".tb-live-go"))
+        assert not [u for u in _requests(browser)[0] if "weights.bin" in u or "assets.json" in u]
+        caption = browser.find_element("css selector", ".tb-live-input").get_attribute("value")
+        browser.find_element("css selector", ".tb-live-go").click()
+        WebDriverWait(browser, 300, poll_frequency=POLL).until(
+            lambda b: b.find_elements("css selector", ".tb-live-piece"))
+        while browser.find_element("css selector", ".tb-live-next").is_enabled():
+            browser.find_element("css selector", ".tb-live-next").click()
+        shown = browser.find_element("css selector", ".tb-live-english").text.split("English so far: ", 1)[1]
+        assert shown == translate(model, caption, beam_size=1)
+        browser.set_window_size(390, 844)
+        assert browser.execute_script("const b = document.querySelector('.tb-live-translator'); "
+                                      "return b.scrollWidth <= b.clientWidth + 1 && "
+                                      "document.documentElement.scrollWidth <= window.innerWidth + 1")
+        browser.set_script_timeout(600)
+        page = browser.execute_async_script(
+            "const [texts, done] = arguments; tbLive.load(document.createElement('p')).then((e) => {"
+            "  const t0 = performance.now(); let steps = 0;"
+            "  const greedy = texts.map((t) => { const s = e.model.greedy(e.tok.encode(t)); steps += s.length;"
+            "                                     return s.map((x) => x.token); });"
+            "  const ms = (performance.now() - t0) / steps;"
+            "  const beam = texts.slice(0, 10).map((t) => e.model.beam(e.tok.encode(t), 5, 0.6).tokens);"
+            "  done({greedy, beam, ms}); });", texts)
+    finally:
+        browser.quit()
+        server.shutdown()
+    assert [tgt_vocab.decode(g) for g in page["greedy"]] == translate_tokens(model, texts, src_tok, src_vocab, tgt_vocab,
+                                                                             beam_size=1)
+    assert [tgt_vocab.decode(b) for b in page["beam"]] == translate_tokens(model, texts[:10], src_tok, src_vocab,
+                                                                           tgt_vocab, beam_size=5)
+    print(f"a greedy step in Chromium: {page['ms']:.1f} ms")

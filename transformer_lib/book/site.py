@@ -139,6 +139,7 @@ def assemble(book, src: Path) -> list[Page]:
     _write(src, "_static/scorer.js", (STATIC / "scorer.js").read_text(encoding="utf-8").replace(
         "var HEADINGS = {};", f"var HEADINGS = {json.dumps(_headings(book), sort_keys=True)};", 1))
     _write(src, "_templates/search.html", (STATIC / "search.html").read_bytes())
+    _translator(src)
     for name, text in theme_templates().items():  # a lighter page: no fontawesome.js, search tools on search.html only
         _write(src, f"_templates/{name}", text)
     pages: list[Page] = []
@@ -192,6 +193,21 @@ def assemble(book, src: Path) -> list[Page]:
 
     _write_config(book, src, pages, repo)
     return pages
+
+
+def _translator(src: Path) -> None:
+    """The live translator's files (docs/translator.md's page loads them): its scripts, and the shipped model's
+    tokenizer, vocabularies and weights as transformer_lib.book.live exports them, fetched when a reader asks."""
+    from transformer_lib.book.live import model_weights, tokenizer_assets
+    from transformer_lib.translation import UNFAMILIAR_BELOW, pretrained
+
+    for name in ("tokenizer.js", "model.js", "page.js"):
+        _write(src, f"_static/translator/{name}", (STATIC / "translator" / name).read_bytes())
+    model = pretrained().model
+    table, weights, config = model_weights(model)
+    assets = {**tokenizer_assets(model), "table": table, "config": {**config, "unfamiliar_below": UNFAMILIAR_BELOW}}
+    _write(src, "_static/translator/assets.json", json.dumps(assets, ensure_ascii=False, separators=(",", ":")))
+    _write(src, "_static/translator/weights.bin", weights)
 
 
 def _write_config(book, src: Path, pages: list[Page], repo: str) -> None:

@@ -115,6 +115,9 @@
   function start() {
     var charts = document.querySelectorAll(".tb-chart");
     if (charts.length) { drawWhenNear(Array.prototype.slice.call(charts)); }
+    if (document.querySelector(".tb-live-translator")) {  // the live translator's page: its script, from the site
+      loadScript(here.replace(/site\.js(\?.*)?$/, "translator/page.js"), function () {});
+    }
     wireToggles();
     wireThemeActions();
     plainExcerpts();

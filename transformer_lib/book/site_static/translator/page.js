@@ -40,8 +40,8 @@
       });
   }
 
-  function shade(weight) {  // an attention weight in [0, 1] as a background
-    return "rgba(0, 128, 128, " + Math.min(1, weight).toFixed(3) + ")";
+  function shade(weight) {  // an attention weight in [0, 1] as a background light enough for the text on it
+    return "rgba(0, 128, 128, " + (0.6 * Math.min(1, weight)).toFixed(3) + ")";
   }
 
   function build(box) {
@@ -192,5 +192,6 @@
     render();
   }
 
+  window.tbLive = {load: load, translate: translate};  // for the site's browser test
   document.querySelectorAll("div.tb-live-translator").forEach(build);
 })();
