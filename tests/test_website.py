@@ -291,20 +291,10 @@ def test_a_worked_solutions_download_button_gives_its_code(site):
 def test_search_excerpts_served_over_http_show_no_tex(site):
     """Served over http, the search page shows an excerpt of each page found: its text, not its contents list, with
     formulas read as "…", not TeX; a section found shows its own text, from its heading on."""
-    import functools
-    import http.server
-    import threading
-
     from selenium.webdriver.support.ui import WebDriverWait
 
     _, out, _ = site
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(out)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = _served(out)
     browser = _browser()
     try:
         first, excerpts = {}, []
@@ -824,6 +814,21 @@ for (const e of sample) {
 }
 return [problems.slice(0, 12), sample.length];
 """
+
+
+def _served(out):
+    """The built site served over http from a thread, as the README's `python -m http.server` serves it, quietly;
+    the caller shuts it down."""
+    import http.server
+    import threading
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(out)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
 
 
 def _browser():
@@ -1433,9 +1438,6 @@ def test_the_live_translator_translates_in_the_browser_as_the_book_does(site):
     the reader asks; then the page's translation of a caption is translate()'s on the page's weights (on_page), the
     steps go forward, and in Chromium the engine gives translate_tokens' tokens for 30 test2016 sentences greedy and
     10 with 5 beams. Fits a phone's width. Prints the milliseconds a greedy step takes here."""
-    import http.server
-    import threading
-
     from selenium.webdriver.support.ui import WebDriverWait
 
     from transformer_lib.book.live import on_page
@@ -1445,12 +1447,7 @@ def test_the_live_translator_translates_in_the_browser_as_the_book_does(site):
 
     _, out, _ = site
 
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(out)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = _served(out)
     model = on_page(pretrained().model)
     src_tok, _ = model.tokenizers
     src_vocab, tgt_vocab = model.vocabs

@@ -112,9 +112,9 @@ def model_weights(model) -> tuple[list, bytes, dict]:
             continue
         seen[tensor.data_ptr()] = name
         w = tensor.detach().to("cpu").float()
-        if name.endswith("embedding.weight"):
+        if _stored_as(name, w) == "f16":
             table.append([name, "f16", put(w.half().numpy()), list(tensor.shape)])
-        elif name.endswith(".weight") and w.dim() == 2:
+        elif _stored_as(name, w) == "i8":
             q, scale = _int8_rows(w)
             table.append([name, "i8", put(q.numpy()), list(tensor.shape), put(scale.numpy())])
         else:
@@ -124,6 +124,13 @@ def model_weights(model) -> tuple[list, bytes, dict]:
               "vocab": c.tgt_vocab, "max_len": c.max_len, "bos": tgt_vocab.bos_idx, "eos": tgt_vocab.eos_idx,
               "pad": tgt_vocab.pad_idx}
     return table, b"".join(parts), config
+
+
+def _stored_as(name: str, tensor) -> str:
+    """How the page stores a weight: the embedding table float16, a layer's matrix int8 rows, the rest float32."""
+    if name.endswith("embedding.weight"):
+        return "f16"
+    return "i8" if name.endswith(".weight") and tensor.dim() == 2 else "f32"
 
 
 def _int8_rows(w):
@@ -142,12 +149,11 @@ def on_page(model):
     import torch
 
     page = copy.deepcopy(model).float().eval()
-    tables = {id(page.src_embed[0].embedding.weight), id(page.tgt_embed[0].embedding.weight)}
     with torch.no_grad():
-        for name, p in page.named_parameters():
-            if id(p) in tables:
+        for name, p in page.named_parameters():  # a tied weight once, by its first name, as state_dict gives it
+            if _stored_as(name, p) == "f16":
                 p.copy_(p.half().float())
-            elif name.endswith(".weight") and p.dim() == 2:
+            elif _stored_as(name, p) == "i8":
                 q, scale = _int8_rows(p.detach())
                 p.copy_(q.float() * scale[:, None])
     return page

@@ -198,16 +198,23 @@ def assemble(book, src: Path) -> list[Page]:
 def _translator(src: Path) -> None:
     """The live translator's files (docs/translator.md's page loads them): its scripts, and the shipped model's
     tokenizer, vocabularies and weights as transformer_lib.book.live exports them, fetched when a reader asks."""
+    for name in ("tokenizer.js", "model.js", "page.js"):
+        _write(src, f"_static/translator/{name}", (STATIC / "translator" / name).read_bytes())
+    assets, weights = _shipped_model_files()
+    _write(src, "_static/translator/assets.json", assets)
+    _write(src, "_static/translator/weights.bin", weights)
+
+
+@functools.cache
+def _shipped_model_files() -> tuple[str, bytes]:
+    """The shipped model as the page reads it (assets.json, weights.bin): exported once a process, for every build."""
     from transformer_lib.book.live import model_weights, tokenizer_assets
     from transformer_lib.translation import UNFAMILIAR_BELOW, pretrained
 
-    for name in ("tokenizer.js", "model.js", "page.js"):
-        _write(src, f"_static/translator/{name}", (STATIC / "translator" / name).read_bytes())
     model = pretrained().model
     table, weights, config = model_weights(model)
     assets = {**tokenizer_assets(model), "table": table, "config": {**config, "unfamiliar_below": UNFAMILIAR_BELOW}}
-    _write(src, "_static/translator/assets.json", json.dumps(assets, ensure_ascii=False, separators=(",", ":")))
-    _write(src, "_static/translator/weights.bin", weights)
+    return json.dumps(assets, ensure_ascii=False, separators=(",", ":")), weights
 
 
 def _write_config(book, src: Path, pages: list[Page], repo: str) -> None:

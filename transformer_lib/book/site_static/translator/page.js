@@ -80,24 +80,21 @@
   // The whole translation at once, then every step to step through: for greedy, its steps; for beam search, the
   // chosen hypothesis fed again (its cross-attention and next tokens) and the beams of each step.
   function translate(e, src, beams, lengthPenalty) {
-    var m = e.model, result = {beams: null};
-    var tokens;
+    var m = e.model, result = {beams: null}, steps;
     if (beams === 1) {
-      tokens = m.greedy(src).map(function (s) { return s.token; });
-    } else {
-      var b = m.beam(src, beams, lengthPenalty);
-      tokens = b.tokens;
+      steps = m.greedy(src);  // each step already holds what the page shows
+    } else {  // the chosen hypothesis fed again, for its cross-attention and next tokens
+      var b = m.beam(src, beams, lengthPenalty), memory = m.encode(src), state = m.start(), fed = m.bos;
       result.beams = b.history;
-      result.ranked = b.ranked;
+      steps = b.tokens.map(function (token) {
+        var out = m.step(memory, state, fed);
+        var step = {fed: fed, token: token, logProbs: out.logProbs, cross: out.cross};
+        fed = token;
+        return step;
+      });
     }
-    var memory = m.encode(src), state = m.start(), fed = m.bos, steps = [], total = 0;
-    tokens.forEach(function (token) {
-      var out = m.step(memory, state, fed);
-      total += out.logProbs[token];
-      steps.push({fed: fed, token: token, logProbs: out.logProbs, cross: out.cross});
-      fed = token;
-    });
-    var perToken = total / Math.max(1, tokens.length);
+    var total = steps.reduce(function (sum, s) { return sum + s.logProbs[s.token]; }, 0);
+    var perToken = total / Math.max(1, steps.length);
     result.steps = steps;
     result.perToken = perToken;
     result.flag = perToken < e.assets.config.unfamiliar_below ?
